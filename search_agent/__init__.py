@@ -1,0 +1,1 @@
+"""search_agent: post-training of LLM search agents on JAX/TPU."""

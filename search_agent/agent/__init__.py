@@ -1,0 +1,1 @@
+"""Agent: chat rendering, tool calls, ReAct loop, context management, MAS."""

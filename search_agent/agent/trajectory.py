@@ -1,0 +1,233 @@
+"""The trajectory record (format version 1) and its append-only JSONL store.
+
+One trajectory per line. Every consumer (filters, SFT data, RL learner, eval)
+reads this format; importers convert other formats into it.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Iterator
+
+SCHEMA_VERSION = 1
+ROLES = ('system', 'user', 'assistant', 'tool')
+STATUSES = ('answered', 'max_steps', 'context_limit', 'max_tokens', 'failed')
+
+
+class TrajectoryFormatError(ValueError):
+  """A trajectory line is malformed; the message names the field."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ToolCall:
+  """A tool call as the assistant wrote it."""
+
+  name: str
+  arguments: dict[str, Any]
+  call_id: str = ''
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Turn:
+  """One chat message.
+
+  Attributes:
+    role: 'system', 'user', 'assistant' or 'tool'.
+    content: Visible text (for assistant turns: text after the reasoning,
+      including any `<tool_call>` / `<answer>` blocks as written).
+    reasoning: Assistant reasoning (`<think>` content), kept separately.
+    tool_calls: Parsed tool calls of an assistant turn.
+    invalid: Assistant turn whose tool call failed to parse or validate: it
+      stays as context but carries no loss.
+    loss: Whether an assistant turn is eligible for loss (turn-level masking
+      sets it False; system/user/tool turns never carry loss).
+    name: Tool name for tool observations.
+  """
+
+  role: str
+  content: str
+  reasoning: str = ''
+  tool_calls: tuple[ToolCall, ...] = ()
+  invalid: bool = False
+  loss: bool = True
+  name: str = ''
+
+  @property
+  def trainable(self) -> bool:
+    return self.role == 'assistant' and self.loss and not self.invalid
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TokenRecord:
+  """Token-exact record of a rollout, aligned position by position.
+
+  Attributes:
+    token_ids: The full rendered sequence.
+    loss_mask: 1 for eligible assistant tokens, else 0.
+    logprobs: Sampling log-probability of generated tokens (0.0 elsewhere).
+    versions: Policy version that generated each token (-1 if not generated).
+    routed_experts: Optional routing record, [tokens][layers][top_k].
+  """
+
+  token_ids: tuple[int, ...]
+  loss_mask: tuple[int, ...]
+  logprobs: tuple[float, ...]
+  versions: tuple[int, ...]
+  routed_experts: Any = None
+
+  def __post_init__(self):
+    n = len(self.token_ids)
+    for field in ('loss_mask', 'logprobs', 'versions'):
+      if len(getattr(self, field)) != n:
+        raise TrajectoryFormatError(
+            f'tokens.{field} has {len(getattr(self, field))} entries,'
+            f' token_ids has {n}'
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Trajectory:
+  """One agent rollout.
+
+  Attributes:
+    id: Unique trajectory id.
+    task_id: Id of the task it attempts.
+    question: The question as given to the agent.
+    messages: The conversation, system prompt first.
+    final_answer: Content of the `<answer>` block, None if never answered.
+    status: One of STATUSES.
+    budgets_hit: Names of the budgets that ended or shaped the run.
+    error: Failure description when status == 'failed'.
+    tokens: Token-exact record when the backend gave tokens.
+    timings: Wall-clock figures in seconds (e.g. {'total': 12.3}).
+    meta: Free-form provenance (policy model, context policy, source, ...).
+  """
+
+  id: str
+  task_id: str
+  question: str
+  messages: tuple[Turn, ...]
+  final_answer: str | None = None
+  status: str = 'answered'
+  budgets_hit: tuple[str, ...] = ()
+  error: str | None = None
+  tokens: TokenRecord | None = None
+  timings: dict[str, float] = dataclasses.field(default_factory=dict)
+  meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+  def __post_init__(self):
+    if self.status not in STATUSES:
+      raise TrajectoryFormatError(
+          f'status {self.status!r} is not one of {STATUSES}'
+      )
+    for i, m in enumerate(self.messages):
+      if m.role not in ROLES:
+        raise TrajectoryFormatError(
+            f'messages[{i}].role {m.role!r} is not one of {ROLES}'
+        )
+
+  @property
+  def tool_calls(self) -> list[ToolCall]:
+    return [c for m in self.messages for c in m.tool_calls]
+
+  def to_json(self) -> dict[str, Any]:
+    d = dataclasses.asdict(self)
+    d['schema_version'] = SCHEMA_VERSION
+    return d
+
+  @classmethod
+  def from_json(cls, obj: dict[str, Any]) -> 'Trajectory':
+    """Builds a Trajectory; raises TrajectoryFormatError naming the field."""
+    if not isinstance(obj, dict):
+      raise TrajectoryFormatError(f'expected a JSON object, got {type(obj)}')
+    version = obj.get('schema_version', SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+      raise TrajectoryFormatError(
+          f'schema_version {version} is not supported (want {SCHEMA_VERSION})'
+      )
+    for key in ('id', 'task_id', 'question', 'messages'):
+      if key not in obj:
+        raise TrajectoryFormatError(f'missing field {key!r}')
+    try:
+      messages = tuple(_turn(m) for m in obj['messages'])
+      tokens = obj.get('tokens')
+      if tokens is not None:
+        tokens = TokenRecord(
+            token_ids=tuple(tokens['token_ids']),
+            loss_mask=tuple(tokens['loss_mask']),
+            logprobs=tuple(tokens['logprobs']),
+            versions=tuple(tokens['versions']),
+            routed_experts=tokens.get('routed_experts'),
+        )
+      return cls(
+          id=str(obj['id']),
+          task_id=str(obj['task_id']),
+          question=str(obj['question']),
+          messages=messages,
+          final_answer=obj.get('final_answer'),
+          status=obj.get('status', 'answered'),
+          budgets_hit=tuple(obj.get('budgets_hit', ())),
+          error=obj.get('error'),
+          tokens=tokens,
+          timings=dict(obj.get('timings', {})),
+          meta=dict(obj.get('meta', {})),
+      )
+    except (KeyError, TypeError, AttributeError) as e:
+      raise TrajectoryFormatError(f'malformed trajectory: {e!r}') from e
+
+
+def _turn(m: dict[str, Any]) -> Turn:
+  if 'role' not in m or 'content' not in m:
+    raise TrajectoryFormatError(f'message without role/content: {m!r:.120}')
+  calls = tuple(
+      ToolCall(
+          name=c['name'],
+          arguments=dict(c.get('arguments', {})),
+          call_id=c.get('call_id', ''),
+      )
+      for c in m.get('tool_calls', ())
+  )
+  return Turn(
+      role=m['role'],
+      content=m['content'],
+      reasoning=m.get('reasoning', ''),
+      tool_calls=calls,
+      invalid=bool(m.get('invalid', False)),
+      loss=bool(m.get('loss', True)),
+      name=m.get('name', ''),
+  )
+
+
+@dataclasses.dataclass(frozen=True)
+class LineError:
+  """A line of a JSONL file that could not be read."""
+
+  path: str
+  line_no: int
+  reason: str
+
+
+def append_jsonl(path: str | os.PathLike[str], traj: Trajectory) -> None:
+  """Appends one trajectory as one line, flushed and fsynced."""
+  line = json.dumps(traj.to_json(), ensure_ascii=False)
+  with open(path, 'a', encoding='utf-8') as f:
+    f.write(line + '\n')
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def iter_jsonl(
+    path: str | os.PathLike[str], errors: list[LineError] | None = None
+) -> Iterator[Trajectory]:
+  """Yields trajectories; bad lines go to `errors` (or raise if None)."""
+  with open(path, encoding='utf-8') as f:
+    for line_no, line in enumerate(f, 1):
+      if not line.strip():
+        continue
+      try:
+        yield Trajectory.from_json(json.loads(line))
+      except (json.JSONDecodeError, TrajectoryFormatError) as e:
+        err = LineError(str(path), line_no, f'{type(e).__name__}: {e}')
+        if errors is None:
+          raise TrajectoryFormatError(f'{path}:{line_no}: {err.reason}') from e
+        errors.append(err)

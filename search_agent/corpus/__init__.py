@@ -1,0 +1,1 @@
+"""Corpora: normalized document records, readers, passages, link graphs."""

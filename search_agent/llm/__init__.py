@@ -1,0 +1,1 @@
+"""One protocol for every model role: policy, teacher, judge, critic, etc."""
