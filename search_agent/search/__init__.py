@@ -1,0 +1,1 @@
+"""Search: query parser, BM25 views, weighted RRF, snippets, backends, guard."""

@@ -1,0 +1,93 @@
+"""The contract every search backend (tantivy, OpenSearch, ...) implements.
+
+A backend answers, for a batch of parsed queries, one ranked list of doc_ids
+per view (`VIEWS`): BM25 over full documents, over passages (mapped to their
+parent doc_ids, duplicates removed keeping the first occurrence) and over
+titles. In every view the site filter applies (URL host equals the domain or
+ends with '.' + domain) and every quoted phrase must occur in the view's field
+(`text` for doc, the passage text for passage, `title` for title). Fusion,
+snippets and the leakage guard live above the backend (`engine.py`).
+"""
+
+import dataclasses
+from typing import Protocol, Sequence
+
+from search_agent.corpus.record import Document
+from search_agent.search.parser import ParsedQuery
+
+VIEWS = ('doc', 'passage', 'title')
+
+
+class BackendError(RuntimeError):
+  """A backend failed (index missing or corrupt, server unreachable, ...)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IndexBuildConfig:
+  """How a corpus is turned into the three views.
+
+  Attributes:
+    passage_window_words: Words per passage. 128 words: long enough to hold
+      a few sentences of evidence, short enough that BM25 on a passage
+      rewards terms that co-occur locally in a long web page. Documents no
+      longer than the window (most 2Wiki paragraphs, ~71 words) are a single
+      passage.
+    passage_stride_words: Words between passage starts. 96 (32 words of
+      overlap), so a sentence of up to ~32 words that straddles a boundary
+      appears whole in some passage.
+    remove_stopwords: Drop English stopwords at index and query time
+      (ANCHORS.md: 2.4x faster tantivy queries). Phrase queries then match
+      on the remaining words, with stopwords as position gaps.
+    stem: Apply the English (Porter/Snowball) stemmer.
+  """
+
+  passage_window_words: int = 128
+  passage_stride_words: int = 96
+  remove_stopwords: bool = True
+  stem: bool = True
+
+  def __post_init__(self):
+    if self.passage_window_words < 1:
+      raise ValueError(
+          f'passage_window_words must be >= 1, got {self.passage_window_words}'
+      )
+    if not 1 <= self.passage_stride_words <= self.passage_window_words:
+      raise ValueError(
+          'passage_stride_words must be in [1, passage_window_words], got'
+          f' {self.passage_stride_words} (window'
+          f' {self.passage_window_words}); a larger stride would skip words'
+      )
+
+
+class SearchBackend(Protocol):
+  """One retrieval backend over one built corpus."""
+
+  def view_rankings(
+      self, queries: Sequence[ParsedQuery], k: int
+  ) -> list[dict[str, list[str]]]:
+    """Per query, per view in `VIEWS`, up to k doc_ids best first.
+
+    Args:
+      queries: Parsed queries.
+      k: Depth per view (after passage → parent mapping and deduplication).
+
+    Returns:
+      One `{view: [doc_id, ...]}` per query, every view present (possibly
+      empty).
+
+    Raises:
+      BackendError: if the backend cannot answer.
+    """
+    ...
+
+  def get_documents(self, doc_ids: Sequence[str]) -> list[Document | None]:
+    """The stored documents, None for an unknown doc_id, in input order."""
+    ...
+
+  def num_documents(self) -> int:
+    """Number of documents in the doc view."""
+    ...
+
+  def close(self) -> None:
+    """Releases files, threads and connections."""
+    ...
