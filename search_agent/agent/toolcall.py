@@ -117,7 +117,8 @@ def split_reasoning(text: str) -> tuple[str, str, ParseError | None]:
         '',
         _error(
             'unterminated_think',
-            f'{THINK_OPEN} is never closed: end the reasoning with {THINK_CLOSE}',
+            f'{THINK_OPEN} is never closed: end the reasoning with'
+            f' {THINK_CLOSE}',
             rest[-200:],
         ),
     )
