@@ -15,6 +15,10 @@ class LLMError(RuntimeError):
   """
 
 
+class ContextLengthError(LLMError):
+  """The prompt plus requested output does not fit the model's context."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SamplingParams:
   """Sampling parameters for one chat call.
@@ -48,6 +52,8 @@ class Completion:
     policy_version: Weight version that produced every token, if known.
     routed_experts: Optional routing record [tokens, layers, top_k].
     prompt_token_ids: Prompt token ids, when the backend gives them.
+    prompt_tokens: Prompt length in tokens as the backend counted it (e.g.
+      OpenAI `usage.prompt_tokens`), when known.
   """
 
   text: str
@@ -57,6 +63,7 @@ class Completion:
   policy_version: int | None = None
   routed_experts: Any = None
   prompt_token_ids: tuple[int, ...] | None = None
+  prompt_tokens: int | None = None
 
 
 Message = dict[str, Any]

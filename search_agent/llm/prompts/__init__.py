@@ -1,0 +1,1 @@
+"""Prompt files (agent, MAS verifier, BrowseComp grader) and their loader."""
