@@ -1,0 +1,1 @@
+"""Judges and reward functions: outcome, claim coverage, SearchMaster."""
