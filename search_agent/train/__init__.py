@@ -1,0 +1,1 @@
+"""Training: SFT and RL (losses, scheduling, replay, partial rollouts)."""

@@ -1,0 +1,1 @@
+"""RL core: advantages, policy loss, scheduler, replay queue, forest."""

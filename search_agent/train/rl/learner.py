@@ -1,0 +1,124 @@
+"""The learner step: pack ready groups, accumulate sums, divide once.
+
+`pack_update` turns the groups of one optimizer update into padded
+microbatches; `update_gradients` streams them through any model that maps
+(params, tokens_bt) to token-aligned logprobs, adding the UNNORMALIZED
+gradient of the surrogate sum and the eligible-token count, and divides by
+the shared denominator once the full update is assembled.
+"""
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from search_agent.train.rl import advantages as adv_lib
+from search_agent.train.rl import loss as loss_lib
+from search_agent.train.rl import records
+
+LogprobFn = Callable[[Any, jax.Array], jax.Array]
+"""(params, tokens_bt) -> logprobs_bt, position t = log p(token_t | <t)."""
+
+
+class SequenceTooLongError(ValueError):
+  """A trajectory does not fit the packed sequence length."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Microbatch:
+  """Padded arrays of `batch_size` trajectories.
+
+  Attributes:
+    tokens_bt: Token ids (pad 0).
+    batch: The loss inputs (pad rows/positions carry no loss).
+  """
+
+  tokens_bt: np.ndarray
+  batch: loss_lib.LossBatch
+
+
+def pack_update(
+    groups: Sequence[records.RolloutGroup],
+    *,
+    seq_len: int,
+    batch_size: int,
+    adv_cfg: adv_lib.AdvantageConfig = adv_lib.AdvantageConfig(),
+) -> list[Microbatch]:
+  """Packs every trajectory of `groups` with its group advantage."""
+  rows = []
+  for g in groups:
+    adv = adv_lib.group_advantages(g.rewards, adv_cfg)
+    for t, a in zip(g.trajectories, adv):
+      if len(t.tokens.token_ids) > seq_len:
+        raise SequenceTooLongError(
+            f'{t.trajectory_id} has {len(t.tokens.token_ids)} tokens >'
+            f' seq_len {seq_len}; raise seq_len (nothing is truncated)'
+        )
+      rows.append((t.tokens, a))
+  out = []
+  for start in range(0, len(rows), batch_size):
+    chunk = rows[start : start + batch_size]
+    tok = np.zeros((batch_size, seq_len), np.int32)
+    mask = np.zeros((batch_size, seq_len), np.int32)
+    lp = np.zeros((batch_size, seq_len), np.float32)
+    ver = np.full((batch_size, seq_len), -1, np.int32)
+    advs = np.zeros((batch_size,), np.float32)
+    for i, (rec, a) in enumerate(chunk):
+      n = len(rec.token_ids)
+      tok[i, :n], mask[i, :n] = rec.token_ids, rec.loss_mask
+      lp[i, :n], ver[i, :n], advs[i] = rec.logprobs, rec.versions, a
+    out.append(
+        Microbatch(
+            tokens_bt=tok,
+            batch=loss_lib.LossBatch(
+                loss_mask_bt=mask,
+                gen_logprobs_bt=lp,
+                versions_bt=ver,
+                advantages_b=advs,
+            ),
+        )
+    )
+  return out
+
+
+def microbatch_sums(
+    logprob_fn: LogprobFn,
+    params: Any,
+    tokens_bt: jax.Array,
+    batch: loss_lib.LossBatch,
+    version: int,
+    cfg: loss_lib.PolicyLossConfig,
+) -> tuple[Any, loss_lib.LossSums]:
+  """Gradient of the objective SUM of one microbatch, and its sums."""
+
+  def objective(p):
+    sums = loss_lib.loss_sums(logprob_fn(p, tokens_bt), batch, version, cfg)
+    return sums.objective, sums
+
+  return jax.grad(objective, has_aux=True)(params)
+
+
+def update_gradients(
+    logprob_fn: LogprobFn,
+    params: Any,
+    microbatches: Sequence[Microbatch],
+    version: int,
+    cfg: loss_lib.PolicyLossConfig = loss_lib.PolicyLossConfig(),
+) -> tuple[Any, dict[str, jax.Array]]:
+  """Gradient of L_PG over a whole update, normalized once.
+
+  Returns:
+    (grads of the loss -sum/N, metrics from `loss.finalize`).
+  """
+  if not microbatches:
+    raise ValueError('an update needs at least one microbatch')
+  step = jax.jit(microbatch_sums, static_argnums=(0, 5))
+  grads, sums = None, None
+  for mb in microbatches:
+    g, s = step(logprob_fn, params, mb.tokens_bt, mb.batch, version, cfg)
+    grads = g if grads is None else jax.tree.map(jnp.add, grads, g)
+    sums = s if sums is None else loss_lib.add_sums(sums, s)
+  n = jnp.maximum(sums.tokens, 1.0)
+  return jax.tree.map(lambda x: -x / n, grads), loss_lib.finalize(sums)

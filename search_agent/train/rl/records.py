@@ -1,0 +1,92 @@
+"""Records that rollout workers hand the learner: scored trajectories, groups.
+
+A rollout worker turns each agent rollout into a `ScoredTrajectory` (its
+token-exact `TokenRecord`, with per-token sampling logprobs and policy
+versions, plus its reward) and the rollouts of one question into a
+`RolloutGroup`. The group is the unit of readiness, replay and scheduling.
+"""
+
+import dataclasses
+from typing import Any
+
+from search_agent.agent import trajectory as traj_lib
+
+
+class GroupFormatError(ValueError):
+  """A serialized rollout group is malformed; the message names the field."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScoredTrajectory:
+  """One scored rollout.
+
+  Attributes:
+    trajectory_id: Id of the `Trajectory` it came from.
+    tokens: Token ids, loss mask, sampling logprobs and policy versions.
+    reward: Total reward r (e.g. 0.6 y + 0.4 c).
+    correct: Answer correctness y, kept for metrics and the second pass.
+    coverage: Claim coverage c, kept for metrics and the second pass.
+  """
+
+  trajectory_id: str
+  tokens: traj_lib.TokenRecord
+  reward: float
+  correct: float = 0.0
+  coverage: float = 1.0
+
+  @property
+  def oldest_version(self) -> int:
+    gen = [v for v, m in zip(self.tokens.versions, self.tokens.loss_mask) if m]
+    return min(gen, default=-1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RolloutGroup:
+  """The rollouts of one question, complete and scored (a "ready" group).
+
+  Attributes:
+    group_id: Unique id (task id and dispatch, e.g. 'q17@d3').
+    task_id: The task the rollouts attempt.
+    dispatch_batch: Index of the dispatch batch that launched it.
+    trajectories: Its scored rollouts (4 in the recipe).
+  """
+
+  group_id: str
+  task_id: str
+  dispatch_batch: int
+  trajectories: tuple[ScoredTrajectory, ...]
+
+  @property
+  def rewards(self) -> tuple[float, ...]:
+    return tuple(t.reward for t in self.trajectories)
+
+  def to_json(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def from_json(cls, obj: dict[str, Any]) -> 'RolloutGroup':
+    try:
+      trajs = tuple(
+          ScoredTrajectory(
+              trajectory_id=t['trajectory_id'],
+              tokens=traj_lib.TokenRecord(
+                  token_ids=tuple(t['tokens']['token_ids']),
+                  loss_mask=tuple(t['tokens']['loss_mask']),
+                  logprobs=tuple(t['tokens']['logprobs']),
+                  versions=tuple(t['tokens']['versions']),
+                  routed_experts=t['tokens'].get('routed_experts'),
+              ),
+              reward=float(t['reward']),
+              correct=float(t.get('correct', 0.0)),
+              coverage=float(t.get('coverage', 1.0)),
+          )
+          for t in obj['trajectories']
+      )
+      return cls(
+          group_id=str(obj['group_id']),
+          task_id=str(obj['task_id']),
+          dispatch_batch=int(obj['dispatch_batch']),
+          trajectories=trajs,
+      )
+    except (KeyError, TypeError, ValueError) as e:
+      raise GroupFormatError(f'malformed rollout group: {e!r}') from e

@@ -1,0 +1,87 @@
+"""Packing groups and accumulating one update over microbatches."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from search_agent.agent import trajectory as traj_lib
+from search_agent.train.rl import learner
+from search_agent.train.rl import loss as loss_lib
+from search_agent.train.rl import records
+
+V = 7
+
+
+def _logprobs(w_vv, tokens_bt):
+  logp = jax.nn.log_softmax(w_vv[tokens_bt[:, :-1]], axis=-1)
+  lp = jnp.take_along_axis(logp, tokens_bt[:, 1:, None], axis=-1)[..., 0]
+  return jnp.pad(lp, ((0, 0), (1, 0)))
+
+
+def _groups(rng, n_groups=3, size=4):
+  out = []
+  for g in range(n_groups):
+    trajs = []
+    for i in range(size):
+      n = int(rng.integers(3, 12))  # different lengths on purpose
+      mask = (0, 0) + tuple(int(x) for x in rng.integers(0, 2, n - 2))
+      trajs.append(
+          records.ScoredTrajectory(
+              trajectory_id=f'{g}-{i}',
+              tokens=traj_lib.TokenRecord(
+                  token_ids=tuple(int(x) for x in rng.integers(0, V, n)),
+                  loss_mask=mask,
+                  logprobs=tuple(float(x) for x in -rng.uniform(0.5, 3, n)),
+                  versions=tuple(int(x) for x in rng.integers(0, 4, n)),
+              ),
+              reward=float(rng.uniform()),
+          )
+      )
+    out.append(
+        records.RolloutGroup(
+            group_id=f'g{g}',
+            task_id=f't{g}',
+            dispatch_batch=g,
+            trajectories=tuple(trajs),
+        )
+    )
+  return out
+
+
+def test_accumulation_equals_one_big_batch_and_differs_from_mean_of_means():
+  rng = np.random.default_rng(1)
+  groups = _groups(rng)
+  w = jnp.asarray(rng.normal(size=(V, V)), jnp.float32)
+  big = learner.pack_update(groups, seq_len=12, batch_size=12)
+  small = learner.pack_update(groups, seq_len=12, batch_size=2)
+  assert len(big) == 1 and len(small) == 6
+  g_big, m_big = learner.update_gradients(_logprobs, w, big, version=4)
+  g_small, m_small = learner.update_gradients(_logprobs, w, small, version=4)
+  np.testing.assert_allclose(g_big, g_small, atol=1e-6)
+  assert float(m_big['loss']) == pytest.approx(float(m_small['loss']), 1e-5)
+  assert float(m_big['eligible_tokens']) == float(m_small['eligible_tokens'])
+  # Averaging per-microbatch normalized gradients would weigh tokens unevenly.
+  per_mb = [
+      learner.update_gradients(_logprobs, w, [mb], version=4)[0] for mb in small
+  ]
+  assert not np.allclose(np.mean(per_mb, axis=0), g_big, atol=1e-4)
+
+
+def test_pack_update_layout_and_advantages():
+  rng = np.random.default_rng(2)
+  groups = _groups(rng, n_groups=1)
+  (mb,) = learner.pack_update(groups, seq_len=12, batch_size=4)
+  r = np.array(groups[0].rewards)
+  np.testing.assert_allclose(mb.batch.advantages_b, r - r.mean(), rtol=1e-5)
+  first = groups[0].trajectories[0].tokens
+  n = len(first.token_ids)
+  assert tuple(mb.tokens_bt[0, :n]) == first.token_ids
+  assert (mb.batch.versions_bt[0, n:] == -1).all()
+  assert (mb.batch.loss_mask_bt[0, n:] == 0).all()
+
+
+def test_too_long_trajectory_is_an_error():
+  groups = _groups(np.random.default_rng(3), n_groups=1)
+  with pytest.raises(learner.SequenceTooLongError, match='seq_len'):
+    learner.pack_update(groups, seq_len=2, batch_size=4)
