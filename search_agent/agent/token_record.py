@@ -1,0 +1,82 @@
+"""Assembles a token-exact `TokenRecord` from the completions of one run.
+
+When the backend returns prompt and generated token ids for every call, the
+trajectory's token sequence is the first prompt, then for each call the
+generated tokens (loss 1 when the turn is trainable, with their sampling
+logprobs and policy version) and the prompt tokens that the next call added
+(observations, template tokens: loss 0, version -1). This is only exact when
+each prompt extends the previous sequence token for token; a context policy
+that rewrites earlier turns (sliding window, discard-all, summary) or a chat
+template that drops earlier reasoning breaks that, and then no record is
+kept and `note` says why (the SFT pipeline re-renders the messages instead).
+"""
+
+from search_agent.agent import trajectory
+from search_agent.llm import protocol
+
+
+class TokenAssembler:
+  """Collects token ids, loss mask, logprobs and versions call by call.
+
+  Attributes:
+    note: Why there is no record, or what is approximate; '' when exact.
+  """
+
+  def __init__(self):
+    self.note = ''
+    self._ok = True
+    self._ids: list[int] = []
+    self._mask: list[int] = []
+    self._logprobs: list[float] = []
+    self._versions: list[int] = []
+    self._calls = 0
+
+  def add(self, completion: protocol.Completion, *, trainable: bool) -> None:
+    """Adds one call's prompt delta and generated tokens."""
+    self._calls += 1
+    if not self._ok:
+      return
+    prompt, generated = completion.prompt_token_ids, completion.token_ids
+    if prompt is None or generated is None:
+      self._stop('the backend returned no prompt/generated token ids')
+      return
+    n = len(self._ids)
+    if tuple(prompt[:n]) != tuple(self._ids):
+      self._stop(
+          f'the prompt of call {self._calls} does not extend the previous'
+          ' token sequence (context policy or chat template rewrote it)'
+      )
+      return
+    delta = prompt[n:]
+    self._extend(delta, [0] * len(delta), [0.0] * len(delta), -1)
+    logprobs = completion.logprobs
+    if logprobs is None:
+      self.note = 'no sampling logprobs from the backend (recorded as 0.0)'
+      logprobs = [0.0] * len(generated)
+    version = completion.policy_version
+    if version is None:
+      version = -1
+      self.note = self.note or 'no policy version from the backend (-1)'
+    self._extend(
+        generated, [int(trainable)] * len(generated), logprobs, version
+    )
+
+  def _extend(self, ids, mask, logprobs, version) -> None:
+    self._ids.extend(int(i) for i in ids)
+    self._mask.extend(mask)
+    self._logprobs.extend(float(x) for x in logprobs)
+    self._versions.extend([version] * len(ids))
+
+  def _stop(self, why: str) -> None:
+    self._ok = False
+    self.note = why
+
+  def record(self) -> trajectory.TokenRecord | None:
+    if not self._ok or not self._ids:
+      return None
+    return trajectory.TokenRecord(
+        token_ids=tuple(self._ids),
+        loss_mask=tuple(self._mask),
+        logprobs=tuple(self._logprobs),
+        versions=tuple(self._versions),
+    )
