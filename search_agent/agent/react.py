@@ -1,0 +1,192 @@
+"""The ReAct loop: reason, call tools, observe, answer.
+
+Each step is one assistant call. The reply is parsed with
+`toolcall.parse_assistant`: `<tool_call>{json}</tool_call>` blocks are run
+through the trajectory's Toolbox and come back as tool turns; an `<answer>`
+ends the run. A reply whose tool call is malformed (or that has neither a
+call nor an answer) is kept, marked `invalid`, answered with an error
+observation, and the loop goes on. Budgets and context policies are
+described in `budgets.py` and `managed_context.py`; the status and
+`budgets_hit` of the returned Trajectory say which limit ended the run.
+"""
+
+import dataclasses
+import time
+from typing import Any, Protocol, Sequence
+
+from search_agent.agent import budgets as budgets_lib
+from search_agent.agent import managed_context
+from search_agent.agent import token_record
+from search_agent.agent import toolcall
+from search_agent.agent import trajectory
+from search_agent.llm import protocol
+
+NO_ACTION = (
+    'Your reply had neither a <tool_call> nor an <answer>. Call a tool, or'
+    ' give your final answer inside <answer></answer>.'
+)
+
+
+class ToolResultLike(Protocol):
+  text: str
+  error: str | None
+
+
+class Toolbox(Protocol):
+  """The tools of one trajectory (search_agent/search/tools.py)."""
+
+  def schemas(self) -> list[dict[str, Any]]:
+    ...
+
+  async def execute(self, call: trajectory.ToolCall) -> ToolResultLike:
+    ...
+
+
+def tool_names(schemas: Sequence[dict[str, Any]]) -> list[str]:
+  return [s.get('function', s)['name'] for s in schemas]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AgentConfig:
+  """How one agent samples and manages its context.
+
+  Attributes:
+    budgets: Step, output-token and context limits.
+    context: Context policy.
+    temperature: Sampling temperature (recipe: 1.0).
+    top_p: Nucleus mass (recipe: 1.0).
+    seed: Base sampling seed; step i uses seed + i. None for unseeded.
+  """
+
+  budgets: budgets_lib.Budgets = budgets_lib.Budgets()
+  context: managed_context.ContextConfig = managed_context.ContextConfig()
+  temperature: float = 1.0
+  top_p: float = 1.0
+  seed: int | None = None
+
+
+class ReActAgent:
+  """Runs one question to a Trajectory; never raises for model misbehaviour."""
+
+  def __init__(
+      self,
+      llm: protocol.LLM,
+      config: AgentConfig,
+      *,
+      counter: budgets_lib.TokenCounter | None = None,
+      summarizer: protocol.LLM | None = None,
+  ):
+    self.llm = llm
+    self.config = config
+    self._counter = counter or budgets_lib.CharTokenCounter()
+    self._summarizer = summarizer or llm
+
+  async def run(
+      self,
+      *,
+      traj_id: str,
+      task_id: str,
+      question: str,
+      system_prompt: str,
+      toolbox: Toolbox,
+      user_content: str | None = None,
+      meta: dict[str, Any] | None = None,
+  ) -> trajectory.Trajectory:
+    """Runs the loop; LLMError (other than context length) propagates."""
+    cfg = self.config
+    ctx = managed_context.ManagedContext(
+        cfg.context, cfg.budgets, self._counter, self._summarizer
+    )
+    ctx.append(trajectory.Turn(role='system', content=system_prompt))
+    ctx.append(trajectory.Turn(role='user', content=user_content or question))
+    names = tool_names(toolbox.schemas())
+    tokens = token_record.TokenAssembler()
+    status, answer, hit, error = 'max_steps', None, [], None
+    start = time.monotonic()
+    steps = 0
+    for step in range(1, cfg.budgets.max_steps + 1):
+      try:
+        n_prompt = await ctx.fit(step, cfg.budgets.max_steps - step + 1)
+      except managed_context.ContextSummaryError as e:
+        status, error = 'failed', str(e)
+        break
+      if n_prompt is None:
+        status, hit = 'context_limit', [budgets_lib.CONTEXT_LIMIT]
+        break
+      params = protocol.SamplingParams(
+          temperature=cfg.temperature,
+          top_p=cfg.top_p,
+          max_tokens=cfg.budgets.output_room(n_prompt),
+          seed=None if cfg.seed is None else cfg.seed + step,
+      )
+      view = ctx.view()
+      try:
+        [completion] = await self.llm.chat(
+            [budgets_lib.to_message(t) for t in view], params
+        )
+      except protocol.ContextLengthError:
+        status, hit = 'context_limit', [budgets_lib.CONTEXT_LIMIT]
+        break
+      steps = step
+      parsed = toolcall.parse_assistant(completion.text, names)
+      done = await self._step(ctx, toolbox, parsed, completion, tokens)
+      if completion.finish_reason == 'length':
+        status, hit = 'max_tokens', [budgets_lib.MAX_OUTPUT_TOKENS]
+        break
+      if done:
+        status, answer = 'answered', parsed.answer
+        break
+    else:
+      hit = [budgets_lib.MAX_STEPS]
+    return trajectory.Trajectory(
+        id=traj_id,
+        task_id=task_id,
+        question=question,
+        messages=tuple(ctx.history),
+        final_answer=answer,
+        status=status,
+        budgets_hit=tuple(hit),
+        error=error,
+        tokens=tokens.record(),
+        timings={'total': time.monotonic() - start},
+        meta={
+            **(meta or {}),
+            'policy_model': self.llm.name,
+            'steps': steps,
+            'context': {
+                **dataclasses.asdict(cfg.context),
+                'events': ctx.events,
+            },
+            'budgets': dataclasses.asdict(cfg.budgets),
+            'tokens_note': tokens.note,
+        },
+    )
+
+  async def _step(self, ctx, toolbox, parsed, completion, tokens) -> bool:
+    """Appends the assistant turn and observations; True when answered."""
+    invalid = parsed.has_invalid_tool_call
+    answered = parsed.answer is not None and not invalid
+    no_action = not parsed.tool_calls and not answered and not invalid
+    truncated = completion.finish_reason == 'length'
+    turn = trajectory.Turn(
+        role='assistant',
+        content=parsed.content,
+        reasoning=parsed.reasoning,
+        tool_calls=parsed.tool_calls,
+        invalid=invalid or (no_action and not truncated),
+    )
+    ctx.append(turn)
+    tokens.add(completion, trainable=turn.trainable)
+    if answered or truncated:
+      return answered
+    for call in parsed.tool_calls:
+      result = await toolbox.execute(call)
+      text = result.text or f'Error: {result.error}'
+      ctx.append(trajectory.Turn(role='tool', name=call.name, content=text))
+    errors = [e for e in parsed.errors if e.kind in toolcall.TOOL_CALL_ERRORS]
+    if errors or no_action:
+      text = '\n'.join(f'Error ({e.kind}): {e.message}' for e in errors)
+      ctx.append(
+          trajectory.Turn(role='tool', name='error', content=text or NO_ACTION)
+      )
+    return False
