@@ -1,0 +1,96 @@
+"""Tests for goal-directed page reading (visit)."""
+
+import asyncio
+
+import pytest
+
+from search_agent.corpus.record import Document
+from search_agent.corpus.twowiki import read_2wiki
+from search_agent.llm import protocol
+from search_agent.llm.scripted import ScriptedLLM
+from search_agent.search import visit
+
+
+@pytest.fixture(scope='module')
+def docs():
+  return {d.doc_id: d for d in read_2wiki()}
+
+
+def test_extractive_reading_finds_the_goal_in_a_real_page(docs):
+  doc = docs['Teutberga']
+  reader = visit.PageReader(None, visit.VisitConfig(extract_windows=2))
+  reading = asyncio.run(reader.read(doc, 'whose daughter was she'))
+  assert reading.method == 'extractive' and reading.fallback is None
+  assert 'daughter of Bosonid Boso the Elder' in reading.evidence
+  text = visit.format_reading('r1', doc, reading)
+  assert text.startswith('[r1] Teutberga\nURL: https://en.wikipedia.org/')
+  assert visit.EXTRACTIVE_NOTE in text
+  miss = asyncio.run(reader.read(doc, 'zzqx'))
+  assert miss.evidence.startswith('(no passage matches the goal')
+
+
+def test_long_page_gives_non_overlapping_windows(docs):
+  longest = max(docs.values(), key=lambda d: len(d.text.split()))
+  reader = visit.PageReader(None, visit.VisitConfig(extract_windows=3))
+  goal = ' '.join(longest.text.split()[200:206])
+  reading = asyncio.run(reader.read(longest, goal))
+  windows = reading.evidence.split('\n...\n')
+  assert 1 <= len(windows) <= 3
+  assert all(len(w.split()) <= 64 for w in windows)
+  assert goal in reading.evidence
+
+
+def test_llm_reading_uses_the_prompt_and_parses_blocks(docs):
+  doc = docs['Teutberga']
+  llm = ScriptedLLM(
+      [
+          '<think>hmm</think><evidence>"She was a daughter of Bosonid Boso the'
+          ' Elder"</evidence>\n<summary>Teutberga was a Lotharingian queen.'
+          '</summary>'
+      ]
+  )
+  reader = visit.PageReader(llm)
+  reading = asyncio.run(reader.read(doc, 'her father'))
+  assert reading.method == 'llm' and reading.tagged
+  assert reading.evidence.startswith('"She was a daughter')
+  assert reading.summary == 'Teutberga was a Lotharingian queen.'
+  prompt = llm.calls[0][0]['content']
+  assert 'her father' in prompt and doc.url in prompt and doc.text in prompt
+  text = visit.format_reading('r2', doc, reading)
+  assert 'Summary:\nTeutberga was a Lotharingian queen.' in text
+
+
+def test_long_page_is_cut_for_the_model_and_says_so():
+  doc = Document(doc_id='x', title='X', url='u', text='word ' * 50)
+  llm = ScriptedLLM(['just a summary, no tags'])
+  reader = visit.PageReader(llm, visit.VisitConfig(max_content_words=10))
+  reading = asyncio.run(reader.read(doc, 'g'))
+  assert reading.truncated and not reading.tagged
+  assert reading.summary == 'just a summary, no tags'
+  assert llm.calls[0][0]['content'].count('word') == 10
+  assert 'only its beginning' in visit.format_reading('r1', doc, reading)
+
+
+def test_model_failure_raises_or_falls_back_as_configured(docs):
+  doc = docs['Teutberga']
+  failing = lambda: ScriptedLLM([protocol.LLMError('503 from summarizer')])
+  with pytest.raises(visit.VisitError, match='503 from summarizer'):
+    asyncio.run(visit.PageReader(failing()).read(doc, 'father'))
+  with pytest.raises(visit.VisitError, match='empty reply'):
+    asyncio.run(visit.PageReader(ScriptedLLM([' '])).read(doc, 'father'))
+  config = visit.VisitConfig(on_llm_error='extractive')
+  reading = asyncio.run(visit.PageReader(failing(), config).read(doc, 'father'))
+  assert reading.method == 'extractive' and '503' in reading.fallback
+  text = visit.format_reading('r1', doc, reading)
+  assert 'summarizer model failed' in text and '503' in text
+  with pytest.raises(ValueError, match='on_llm_error'):
+    visit.VisitConfig(on_llm_error='ignore')
+
+
+def test_parse_reply_handles_missing_close_tags():
+  assert visit.parse_reply('<evidence>a</evidence><summary>b') == (
+      'a',
+      'b',
+      True,
+  )
+  assert visit.parse_reply('<summary>only</summary>') == ('', 'only', True)
