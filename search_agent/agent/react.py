@@ -11,6 +11,7 @@ described in `budgets.py` and `managed_context.py`; the status and
 """
 
 import dataclasses
+import json
 import time
 from typing import Any, Protocol, Sequence
 
@@ -46,6 +47,11 @@ def tool_names(schemas: Sequence[dict[str, Any]]) -> list[str]:
   return [s.get('function', s)['name'] for s in schemas]
 
 
+def tool_text(schemas: Sequence[dict[str, Any]]) -> str:
+  """The schemas as the system prompt lists them: one JSON object a line."""
+  return '\n'.join(json.dumps(s, ensure_ascii=False) for s in schemas)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AgentConfig:
   """How one agent samples and manages its context.
@@ -78,8 +84,8 @@ class ReActAgent:
   ):
     self.llm = llm
     self.config = config
-    self._counter = counter or budgets_lib.CharTokenCounter()
-    self._summarizer = summarizer or llm
+    self.counter = counter or budgets_lib.CharTokenCounter()
+    self.summarizer = summarizer or llm
 
   async def run(
       self,
@@ -95,7 +101,7 @@ class ReActAgent:
     """Runs the loop; LLMError (other than context length) propagates."""
     cfg = self.config
     ctx = managed_context.ManagedContext(
-        cfg.context, cfg.budgets, self._counter, self._summarizer
+        cfg.context, cfg.budgets, self.counter, self.summarizer
     )
     ctx.append(trajectory.Turn(role='system', content=system_prompt))
     ctx.append(trajectory.Turn(role='user', content=user_content or question))
