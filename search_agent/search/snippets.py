@@ -1,0 +1,305 @@
+"""Query-focused snippets (open-recipe.md) and best windows for a goal.
+
+A snippet is built from a document's stored text: 64-word sliding windows
+are scored with BM25 over the query's terms (analyzed like the index), and
+windows that contain an exact quoted phrase (case- and punctuation-
+insensitive word match) rank first. Within the best window the excerpt of
+at most 48 words with the best score is kept and then, where the budget
+allows, grown to whole sentences (the sentences around the matches, then
+the next, then the previous). A document with no match yields its lead.
+
+Windows are only evaluated where they start at a match or end at one (a
+window elsewhere cannot score higher), so cost is linear in the matches.
+IDF comes from the corpus (`idf`, e.g. the backend's doc view) or, when
+none is given, from the document itself: sentences as the collection.
+"""
+
+import bisect
+import dataclasses
+import math
+import re
+from typing import Callable, Mapping, Sequence
+
+from search_agent.search import analysis
+from search_agent.search.analysis import QueryAnalyzer
+
+_WORD_RE = re.compile(r'\S+')
+# The end of a sentence: terminal punctuation before whitespace, or a line
+# break (the match starts inside the sentence's last word).
+_SENTENCE_END_RE = re.compile(r'[.!?]["\')\]]*(?=\s)|\S(?=[ \t]*\n)')
+
+IdfFn = Callable[[Sequence[str]], Mapping[str, float]]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SnippetConfig:
+  """How snippets are cut.
+
+  Attributes:
+    window_words: Width of the BM25-scored sliding windows (seed: 64).
+    max_words: Longest excerpt in words (seed: 48).
+    k1: BM25 term-frequency saturation.
+    b: BM25 length normalization (windows shorter than `window_words`,
+      at the end of short documents, are normalized against it).
+  """
+
+  window_words: int = 64
+  max_words: int = 48
+  k1: float = 1.2
+  b: float = 0.75
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Window:
+  """A span of a document's words.
+
+  Attributes:
+    start: Index of the first word.
+    end: One past the last word.
+    text: The words joined by single spaces.
+    score: (number of quoted phrases inside, BM25) — compared in order.
+  """
+
+  start: int
+  end: int
+  text: str
+  score: tuple[int, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Doc:
+  words: list[str]
+  positions: dict[str, list[int]]  # query term -> word indexes, ascending
+  phrase_spans: list[tuple[int, int]]  # (first, last) word of each phrase
+  sentence_ends: list[int]  # word indexes that end a sentence, ascending
+
+
+def _word_index(starts: list[int], offset: int) -> int:
+  return bisect.bisect_right(starts, offset) - 1
+
+
+def _bounded(pattern: str) -> re.Pattern:
+  """`pattern` as whole tokens (not inside a run of letters/digits)."""
+  return re.compile(rf'(?<![^\W_])(?:{pattern})(?![^\W_])', re.I)
+
+
+def _analyze(text, query_terms, phrases, analyzer: QueryAnalyzer) -> _Doc:
+  """Locates query terms, phrases and sentence ends in `text`.
+
+  Only the distinct token forms of the text are analyzed; their
+  occurrences are then found with one regex, so the cost is a few C-level
+  passes over the text plus Python work per match.
+  """
+  matches = list(_WORD_RE.finditer(text))
+  words = [m.group() for m in matches]
+  starts = [m.start() for m in matches]
+  positions: dict[str, list[int]] = {t: [] for t in query_terms}
+  forms = [
+      f for f in set(analysis.raw_tokens(text)) if analyzer.term(f) in positions
+  ]
+  if forms:
+    alternation = '|'.join(map(re.escape, sorted(forms, key=len, reverse=True)))
+    for m in _bounded(alternation).finditer(text):
+      term = analyzer.term(m.group().lower())
+      positions[term].append(_word_index(starts, m.start()))
+  spans = []
+  for phrase in phrases:
+    toks = analysis.raw_tokens(phrase)
+    if toks:
+      pattern = _bounded(r'[\W_]+'.join(map(re.escape, toks)))
+      for m in pattern.finditer(text):
+        spans.append(
+            (_word_index(starts, m.start()), _word_index(starts, m.end() - 1))
+        )
+  ends = sorted(
+      {_word_index(starts, m.start()) for m in _SENTENCE_END_RE.finditer(text)}
+  )
+  if words and (not ends or ends[-1] != len(words) - 1):
+    ends.append(len(words) - 1)
+  return _Doc(words, positions, sorted(spans), ends)
+
+
+def _local_idf(doc: _Doc) -> dict[str, float]:
+  """BM25 idf with the document's sentences as the collection."""
+  n = len(doc.sentence_ends)
+  idf = {}
+  for t, ps in doc.positions.items():
+    df = len({bisect.bisect_left(doc.sentence_ends, p) for p in ps})
+    idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+  return idf
+
+
+class _Scorer:
+  """BM25 (+ phrase count) of any word span, from match positions."""
+
+  def __init__(self, doc: _Doc, idf: Mapping[str, float], config):
+    self.config = config
+    self.positions = doc.positions
+    self.idf = idf
+    self.phrase_spans = doc.phrase_spans
+    self.match_positions = sorted(
+        {p for ps in self.positions.values() for p in ps}
+        | {s for s, _ in self.phrase_spans}
+    )
+
+  def score(
+      self, start: int, end: int, fixed_length: bool = False
+  ) -> tuple[int, float]:
+    """(phrases inside, BM25); `fixed_length` drops length normalization."""
+    c = self.config
+    length = c.window_words if fixed_length else end - start
+    norm = c.k1 * (1 - c.b + c.b * length / c.window_words)
+    bm25 = 0.0
+    for t, ps in self.positions.items():
+      tf = bisect.bisect_left(ps, end) - bisect.bisect_left(ps, start)
+      if tf:
+        bm25 += self.idf.get(t, 0.0) * tf * (c.k1 + 1) / (tf + norm)
+    phrases = sum(1 for s, e in self.phrase_spans if start <= s and e < end)
+    return phrases, bm25
+
+  def best_span(self, lo: int, hi: int, width: int) -> tuple[int, int]:
+    """The best `width`-word span inside [lo, hi), earliest on ties."""
+    if hi - lo <= width:
+      return lo, hi
+    starts = {lo}
+    for p in self.match_positions:
+      if lo <= p < hi:
+        starts.add(min(p, hi - width))
+        starts.add(max(lo, p - width + 1))
+    best = max(sorted(starts), key=lambda s: self.score(s, s + width))
+    return best, best + width
+
+
+def _prepare(text, terms, phrases, analyzer, idf, config):
+  query_terms = set(analyzer.terms(' '.join(terms)))
+  for phrase in phrases:
+    query_terms.update(analyzer.terms(phrase))
+  doc = _analyze(text, query_terms, phrases, analyzer)
+  weights = dict(idf(sorted(query_terms))) if idf else _local_idf(doc)
+  return doc, _Scorer(doc, weights, config)
+
+
+def _sentences(doc: _Doc, lo: int, hi: int) -> list[tuple[int, int]]:
+  """[start, end) word spans of the sentences that intersect [lo, hi)."""
+  k = bisect.bisect_left(doc.sentence_ends, lo)
+  start = doc.sentence_ends[k - 1] + 1 if k else 0
+  out = []
+  while k < len(doc.sentence_ends) and start < hi:
+    out.append((start, doc.sentence_ends[k] + 1))
+    start = doc.sentence_ends[k] + 1
+    k += 1
+  return out
+
+
+def _candidates(scorer, sentences, first: int, last: int, budget: int):
+  """Excerpts to choose from, one per sentence i in [first, last].
+
+  From sentence i: the longest run of whole sentences that fits the budget,
+  grown forward first and then backward; a sentence longer than the
+  budget contributes its best budget-word span instead.
+  """
+  for i in range(first, last + 1):
+    s, e = sentences[i]
+    if e - s > budget:
+      yield scorer.best_span(s, e, budget)
+      continue
+    j = i
+    while j + 1 < len(sentences) and sentences[j + 1][1] - s <= budget:
+      j += 1
+      e = sentences[j][1]
+    h = i
+    while h > 0 and e - sentences[h - 1][0] <= budget:
+      h -= 1
+      s = sentences[h][0]
+    yield s, e
+
+
+def make_snippet(
+    text: str,
+    terms: Sequence[str],
+    phrases: Sequence[str],
+    analyzer: QueryAnalyzer,
+    idf: IdfFn | None = None,
+    config: SnippetConfig = SnippetConfig(),
+) -> str:
+  """A contiguous excerpt of at most `config.max_words` words.
+
+  The best `window_words` window is found first; the excerpt is then the
+  best-scoring run of whole sentences around it that fits the budget
+  (ties: the run that starts closest before its first match, then the
+  earliest), or, for a sentence over budget, its best budget-word span.
+
+  Args:
+    text: The document's stored text.
+    terms: Query keywords (`ParsedQuery.terms`).
+    phrases: Quoted phrases (`ParsedQuery.phrases`); windows holding them
+      rank first.
+    analyzer: Analyzer matching the index (stemming, stopwords).
+    idf: Maps index terms to corpus idf; None → document-local idf.
+    config: Window and excerpt sizes.
+
+  Returns:
+    The excerpt; the document's lead when nothing matches; '' if empty.
+  """
+  doc, scorer = _prepare(text, terms, phrases, analyzer, idf, config)
+  budget = config.max_words
+  if not doc.words:
+    return ''
+  sentences = _sentences(doc, 0, len(doc.words))
+  if not scorer.match_positions:
+    lo, hi = next(_candidates(scorer, sentences, 0, 0, budget))
+    return ' '.join(doc.words[lo:hi])
+  w_lo, w_hi = scorer.best_span(0, len(doc.words), config.window_words)
+
+  def key(span):
+    lo, hi = span
+    inside = [p for p in scorer.match_positions if lo <= p < hi]
+    lead = inside[0] - lo if inside else budget
+    return (*scorer.score(lo, hi, fixed_length=True), -lead, -lo)
+
+  ends = [e for _, e in sentences]
+  first = bisect.bisect_right(ends, w_lo)
+  last = bisect.bisect_left(ends, w_hi)
+  lo, hi = max(_candidates(scorer, sentences, first, last, budget), key=key)
+  return ' '.join(doc.words[lo:hi])
+
+
+def best_windows(
+    text: str,
+    goal: str,
+    analyzer: QueryAnalyzer,
+    *,
+    top_n: int = 3,
+    idf: IdfFn | None = None,
+    config: SnippetConfig = SnippetConfig(),
+) -> list[Window]:
+  """The `top_n` best non-overlapping BM25 windows of `text` for a goal.
+
+  This is the visit tool's extractive fallback when no LLM is configured.
+  Quoted phrases in the goal count as phrases. Windows are returned in
+  score order; none when no word of the goal occurs in the text.
+  """
+  parts = goal.replace('\u201c', '"').replace('\u201d', '"').split('"')
+  phrases = [p for p in parts[1::2] if p.strip()]
+  terms = analysis.raw_tokens(' '.join(parts[0::2]))
+  doc, scorer = _prepare(text, terms, phrases, analyzer, idf, config)
+  width = config.window_words
+  starts = {0}
+  for p in scorer.match_positions:
+    starts.add(max(0, min(p, len(doc.words) - width)))
+    starts.add(max(0, p - width + 1))
+  scored = sorted(
+      ((scorer.score(s, s + width), s) for s in starts),
+      key=lambda x: (-x[0][0], -x[0][1], x[1]),
+  )
+  out: list[Window] = []
+  for score, s in scored:
+    if len(out) == top_n or score == (0, 0.0):
+      break
+    e = min(s + width, len(doc.words))
+    if any(s < w.end and w.start < e for w in out):
+      continue
+    out.append(
+        Window(start=s, end=e, text=' '.join(doc.words[s:e]), score=score)
+    )
+  return out

@@ -1,0 +1,105 @@
+"""Hand-worked tests for query-focused snippets and best windows."""
+
+import math
+
+import pytest
+
+from search_agent.search import snippets
+from search_agent.search.analysis import QueryAnalyzer
+
+A = QueryAnalyzer(stem=True, remove_stopwords=True)
+SMALL = snippets.SnippetConfig(window_words=10, max_words=8)
+# Sentences (word spans): [0,3) [3,7) [7,9) [9,15) [15,17).
+TEXT = (
+    'Alpha beta gamma. The zebra runs fast. Delta epsilon. Zebra stripes'
+    ' are black and white. Omega end.'
+)
+
+
+def test_whole_sentences_around_the_best_match():
+  # Local idf over 5 sentences: zebra df=2 -> ln(1 + 3.5/2.5) = 0.875;
+  # stripe df=1 -> ln(1 + 4.5/1.5) = 1.386. The sentence holding both wins
+  # and grows forward by "Omega end." (6 + 2 = 8 words <= 8).
+  got = snippets.make_snippet(TEXT, ['zebra', 'stripes'], [], A, config=SMALL)
+  assert got == 'Zebra stripes are black and white. Omega end.'
+
+
+def test_tie_prefers_run_starting_at_its_match():
+  # "gamma" only in sentence 0: runs from sentence 0 grow to [0, 7).
+  got = snippets.make_snippet(TEXT, ['gamma'], [], A, config=SMALL)
+  assert got == 'Alpha beta gamma. The zebra runs fast.'
+
+
+def test_quoted_phrase_window_ranks_first():
+  text = (
+      'Fast zebra zebra zebra herds. Nothing here at all now. Some say'
+      ' zebra runs are rare.'
+  )
+  idf = lambda terms: {'zebra': 1.0, 'run': 0.1}
+  # BM25 (fixed length): sentence 1: 3 * 2.2 / 4.2 = 1.571; sentence 3:
+  # 1.0 + 0.1 = 1.1. Without quotes sentence 1 wins, with them sentence 3.
+  plain = snippets.make_snippet(text, ['zebra', 'runs'], [], A, idf, SMALL)
+  assert plain.startswith('Fast zebra zebra zebra herds.')
+  quoted = snippets.make_snippet(text, [], ['zebra runs'], A, idf, SMALL)
+  assert quoted == 'Some say zebra runs are rare.'
+
+
+def test_long_sentence_is_cut_to_budget_around_match():
+  text = 'one two three four five six seven eight nine ten eleven twelve'
+  got = snippets.make_snippet(text, ['eleven'], [], A, config=SMALL)
+  assert got.split() == text.split()[3:11]
+  assert len(got.split()) <= SMALL.max_words
+
+
+def test_no_match_gives_lead_and_empty_text():
+  assert (
+      snippets.make_snippet(TEXT, ['nothing'], [], A, config=SMALL)
+      == 'Alpha beta gamma. The zebra runs fast.'
+  )
+  assert snippets.make_snippet('', ['x'], [], A) == ''
+
+
+def test_default_budget_is_48_words_and_contiguous():
+  words = [f'w{i}.' if i % 10 == 9 else f'w{i}' for i in range(300)]
+  words[150] = 'target'
+  text = ' '.join(words)
+  got = snippets.make_snippet(text, ['target'], [], A)
+  assert 'target' in got and len(got.split()) <= 48
+  assert got in text  # contiguous
+  # Sentences are 10 words: the run is 4 whole sentences (40 words).
+  assert len(got.split()) == 40 and got.endswith('.')
+
+
+def test_corpus_idf_is_used():
+  calls = []
+
+  def idf(terms):
+    calls.append(list(terms))
+    return {'zebra': 0.1, 'stripe': 0.1, 'gamma': 5.0}
+
+  got = snippets.make_snippet(TEXT, ['gamma', 'zebra'], [], A, idf, SMALL)
+  assert calls == [['gamma', 'zebra']]
+  assert got.startswith('Alpha beta gamma.')
+
+
+def test_best_windows_for_a_goal():
+  text = ' '.join(['filler'] * 100 + ['zebra stripes'] + ['filler'] * 100)
+  text += ' the zebra again'
+  wins = snippets.best_windows(text, 'zebra stripes', A, top_n=3)
+  assert [w.start for w in wins][0] <= 100 < wins[0].end
+  assert wins[0].score[1] > wins[1].score[1] > 0
+  assert all(
+      a.end <= b.start or b.end <= a.start
+      for i, a in enumerate(wins)
+      for b in wins[i + 1 :]
+  )
+  assert snippets.best_windows(text, 'unrelated words', A) == []
+
+
+def test_window_bm25_by_hand():
+  # One 64-word window, tf(zebra)=2, corpus idf 2.0, full-length window:
+  # 2.0 * 2 * 2.2 / (2 + 1.2) = 2.75
+  text = ' '.join(['zebra', 'zebra'] + ['x'] * 62)
+  wins = snippets.best_windows(text, 'zebra', A, idf=lambda t: {'zebra': 2.0})
+  assert wins[0].score == (0, pytest.approx(2.0 * 2 * 2.2 / 3.2))
+  assert math.isclose(2.0 * 2 * 2.2 / 3.2, 2.75)
