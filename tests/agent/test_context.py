@@ -1,7 +1,10 @@
 """Tests of search_agent.agent.context: policies as pure message rewrites."""
 
+import dataclasses
+
 import pytest
 
+from search_agent.agent import chatml
 from search_agent.agent import context
 from search_agent.agent.trajectory import ToolCall
 from search_agent.agent.trajectory import Turn
@@ -159,3 +162,37 @@ def test_policy_names_and_errors():
     context.policy_view('discard_all')
   with pytest.raises(context.ContextPolicyError, match='>= 0'):
     context.sliding_window(MESSAGES, -1)
+
+
+def _unmasked(turn):
+  return dataclasses.replace(turn, loss=True)
+
+
+def test_training_views_over_webdancer(shared_data):
+  """Every assistant turn of the 200 real trajectories is trained once.
+
+  Measured: 422 assistant turns, 222 tool observations; keep 1 -> 222
+  sequences, keep 2 -> 201, keep 5 -> 200 (one per trajectory).
+  """
+  trajs, errors = chatml.import_chatml_file(
+      shared_data / 'trajectories' / 'webdancer_sample_traj.jsonl'
+  )
+  assert not errors
+  counts = {}
+  for keep in (1, 2, 5):
+    view = context.policy_view('sliding_window', keep)
+    n = 0
+    for traj in trajs:
+      views = context.training_views(traj.messages, view)
+      trained = [t for v in views for t in v if t.trainable]
+      assert trained == [t for t in traj.messages if t.trainable]
+      for v in views:  # each trained turn sees the policy's view of its past
+        for p, turn in enumerate(v):
+          if turn.trainable:
+            i = next(j for j, m in enumerate(traj.messages) if m is turn)
+            assert [_unmasked(t) for t in v[:p]] == [
+                _unmasked(t) for t in view(traj.messages[:i])
+            ]
+      n += len(views)
+    counts[keep] = n
+  assert counts == {1: 222, 2: 201, 5: 200}
