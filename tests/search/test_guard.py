@@ -1,0 +1,78 @@
+"""Tests for the leakage guard."""
+
+import pytest
+
+from search_agent.agent.trajectory import ToolCall
+from search_agent.agent.trajectory import Turn
+from search_agent.search import guard
+
+G = guard.LeakageGuard()
+
+
+@pytest.mark.parametrize(
+    'url',
+    [
+        'https://huggingface.co/datasets/openai/browsecomp',
+        'http://www.HuggingFace.co/datasets',
+        'huggingface.co/spaces/x/y?tab=files#top',
+        'https://hf.co/datasets/x',
+        'https://cdn.huggingface.co/datasets/x',
+    ],
+)
+def test_blocked(url):
+  assert G.is_blocked(url)
+
+
+@pytest.mark.parametrize(
+    'url',
+    [
+        'https://huggingface.co/models/x',
+        'https://huggingface.co/datasetsfoo',
+        'https://nothuggingface.co/datasets/x',
+        'https://en.wikipedia.org/wiki/Hugging_Face',
+        'https://example.com/?u=huggingface.co/datasets',
+        '',
+    ],
+)
+def test_allowed(url):
+  assert not G.is_blocked(url)
+
+
+def test_configurable_patterns_and_filter():
+  g = guard.LeakageGuard(guard.GuardConfig(blocked_patterns=('example.com',)))
+  assert g.is_blocked('https://a.example.com/anything')
+  assert not g.is_blocked('https://huggingface.co/datasets/x')
+  items = ['https://example.com/1', 'https://ok.org/2', 'https://example.com']
+  kept, removed = g.filter(items, url_of=lambda u: u)
+  assert kept == ['https://ok.org/2'] and len(removed) == 2
+  with pytest.raises(ValueError, match='no host'):
+    guard.LeakageGuard(guard.GuardConfig(blocked_patterns=('/x',)))
+
+
+def test_post_hoc_check_over_a_trajectory():
+  messages = [
+      Turn(role='user', content='see huggingface.co/datasets/q (user text)'),
+      Turn(
+          role='assistant',
+          content='',
+          tool_calls=(
+              ToolCall(
+                  name='visit',
+                  arguments={
+                      'url': ['https://huggingface.co/datasets/a/b', 'x.org'],
+                      'goal': 'answer',
+                  },
+              ),
+          ),
+      ),
+      Turn(
+          role='tool',
+          name='search',
+          content='1. Leak (https://hf.co/spaces/s/t). 2. fine https://x.org/',
+      ),
+  ]
+  assert G.check_messages(messages) == [
+      'https://huggingface.co/datasets/a/b',
+      'https://hf.co/spaces/s/t',
+  ]
+  assert G.check_messages(messages[:1]) == []  # user turns are not tools
