@@ -1,0 +1,163 @@
+"""Ready-first (and synchronous) scheduling of rollout groups.
+
+Open recipe, "Asynchronous Training": a group is ready once all its rollouts
+are complete and scored; gradient computation begins once 8 groups are ready;
+an optimizer update accumulates 32 groups (128 trajectories) mixing dispatch
+batches and policy versions; new dispatches stay within 8 batches of the
+learner's current update, while already dispatched groups remain selectable.
+Each group (so each trajectory) is used in exactly one update.
+
+The scheduler is a pure state machine: no clock, no threads, no I/O. Rollout
+workers, the learner, the durable replay queue and the simulator drive it.
+`synchronous=True` gives the on-policy baseline: a step dispatches
+`groups_per_update * (1 + oversample)` groups (carry-overs included) and
+nothing more until its update is applied; oversample > 0 is Iris's partial
+rollout schedule (interrupted groups carry over to the next step).
+"""
+
+import collections
+import dataclasses
+
+
+class SchedulerError(RuntimeError):
+  """A caller broke the scheduling contract (e.g. a group used twice)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SchedulerConfig:
+  """Scheduling constants.
+
+  Attributes:
+    groups_per_update: Groups accumulated into one optimizer update.
+    start_after_ready: Ready groups needed before gradients are computed.
+    dispatch_batch_groups: Groups in one dispatch batch.
+    admission_window: Dispatch batches allowed ahead of the current update.
+    synchronous: On-policy baseline instead of ready-first.
+    oversample: Synchronous only: extra fraction dispatched per step.
+  """
+
+  groups_per_update: int = 32
+  start_after_ready: int = 8
+  dispatch_batch_groups: int = 32
+  admission_window: int = 8
+  synchronous: bool = False
+  oversample: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Dispatch:
+  """One group handed to rollout workers."""
+
+  group_id: str
+  task_id: str
+  batch: int
+  version: int  # learner version when dispatched
+
+
+class Scheduler:
+  """Tracks dispatched, ready, accumulating and consumed groups."""
+
+  def __init__(self, cfg: SchedulerConfig):
+    if not 1 <= cfg.start_after_ready <= cfg.groups_per_update:
+      raise ValueError('need 1 <= start_after_ready <= groups_per_update')
+    self.cfg = cfg
+    self.version = 0  # == index of the update being assembled
+    self.in_flight: dict[str, Dispatch] = {}
+    self.ready: collections.deque[str] = collections.deque()
+    self.accumulating: list[str] = []
+    self.used_in: dict[str, int] = {}  # group id -> update index
+    self.dropped: set[str] = set()
+    self._batch, self._in_batch = 0, 0
+    self._step_target = self._sync_target() if cfg.synchronous else 0
+
+  def _sync_target(self) -> int:
+    return round(self.cfg.groups_per_update * (1 + self.cfg.oversample))
+
+  @property
+  def outstanding(self) -> int:
+    return len(self.in_flight) + len(self.ready) + len(self.accumulating)
+
+  def can_dispatch(self) -> bool:
+    """Whether admission allows another group now."""
+    if self.cfg.synchronous:
+      return self.outstanding < self._step_target
+    if self._in_batch < self.cfg.dispatch_batch_groups:
+      return self._batch < self.version + self.cfg.admission_window
+    return self._batch + 1 < self.version + self.cfg.admission_window
+
+  def dispatch(self, task_id: str) -> Dispatch:
+    """Admits one group for `task_id`.
+
+    Raises:
+      SchedulerError: admission does not allow it (check can_dispatch).
+    """
+    if not self.can_dispatch():
+      raise SchedulerError('admission window is full; call can_dispatch()')
+    full = self._in_batch == self.cfg.dispatch_batch_groups
+    if full and not self.cfg.synchronous:
+      self._batch, self._in_batch = self._batch + 1, 0
+    self._in_batch += 1
+    d = Dispatch(f'{task_id}@{self._batch}', task_id, self._batch, self.version)
+    if d.group_id in self.in_flight or d.group_id in self.used_in:
+      raise SchedulerError(f'group {d.group_id} was already dispatched')
+    self.in_flight[d.group_id] = d
+    return d
+
+  def mark_ready(self, group_id: str, has_signal: bool = True) -> None:
+    """A group finished and was scored; groups without signal are dropped.
+
+    Raises:
+      SchedulerError: the group is unknown or not in flight.
+    """
+    if group_id not in self.in_flight:
+      raise SchedulerError(f'group {group_id} is not in flight')
+    del self.in_flight[group_id]
+    if has_signal:
+      self.ready.append(group_id)
+    else:
+      self.dropped.add(group_id)
+
+  def cancel(self, group_id: str) -> None:
+    """Forgets an in-flight group (e.g. its task failed for good)."""
+    if self.in_flight.pop(group_id, None) is None:
+      raise SchedulerError(f'group {group_id} is not in flight')
+    self.dropped.add(group_id)
+
+  def take(self) -> list[str]:
+    """Ready groups for the next gradient chunk ([] if too few are ready).
+
+    A chunk needs `start_after_ready` ready groups, or all that the update
+    still lacks when fewer are missing; it never overfills the update.
+    """
+    missing = self.cfg.groups_per_update - len(self.accumulating)
+    if len(self.ready) < min(self.cfg.start_after_ready, missing):
+      return []
+    chunk = [self.ready.popleft() for _ in range(min(missing, len(self.ready)))]
+    self.accumulating.extend(chunk)
+    return chunk
+
+  @property
+  def update_full(self) -> bool:
+    return len(self.accumulating) == self.cfg.groups_per_update
+
+  def apply_update(self) -> list[str]:
+    """Closes the full update: records its groups, bumps the version.
+
+    Raises:
+      SchedulerError: the update is not full, or a group was used before.
+    """
+    if not self.update_full:
+      raise SchedulerError(
+          f'update {self.version} has {len(self.accumulating)} of'
+          f' {self.cfg.groups_per_update} groups'
+      )
+    for g in self.accumulating:
+      if g in self.used_in:
+        raise SchedulerError(f'group {g} was already used in an update')
+      self.used_in[g] = self.version
+    groups, self.accumulating = self.accumulating, []
+    self.version += 1
+    if self.cfg.synchronous:
+      self._step_target = self._sync_target()
+      self._batch, self._in_batch = self.version, 0
+    return groups

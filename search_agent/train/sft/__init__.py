@@ -1,0 +1,1 @@
+"""Supervised fine-tuning on agent trajectories (open-recipe.md, SFT)."""

@@ -1,0 +1,143 @@
+"""Jitted SFT train and eval steps with gradient accumulation.
+
+An update holds `micro_steps` microbatches ([M, b, T] arrays). The denominator
+of the seed's loss (eligible tokens of the whole update) is counted first;
+each microbatch then adds the gradient of `nll_sum_j / total` (plus its share
+of the optional MoE load-balance loss) to a running sum inside a `lax.scan`,
+so the accumulated gradient equals the full-update gradient.
+"""
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from search_agent.model import logprobs
+from search_agent.model import maxtext_model
+from search_agent.train.sft import loss as loss_lib
+
+Batch = dict[str, jax.Array]
+
+
+def _microbatch_loss(model, lb_weight, micro_steps, total):
+  def fn(params, mb):
+    lp, out = logprobs.token_logprobs(
+        model,
+        params,
+        mb['inputs'],
+        mb['positions'],
+        mb['segment_ids'],
+        mb['targets'],
+    )
+    nll = loss_lib.masked_nll_sum(lp, mb['loss_mask'])
+    loss = nll / total + lb_weight * out.lb_loss / micro_steps
+    return loss, (nll, out.lb_loss)
+
+  return fn
+
+
+def accumulate_grads(
+    model: maxtext_model.Model, params: Any, batch: Batch, lb_weight: float
+) -> tuple[Any, dict[str, jax.Array]]:
+  """Gradient of the update's loss, summed over microbatches."""
+  micro_steps = batch['inputs'].shape[0]
+  total = jnp.maximum(loss_lib.eligible_tokens(batch['loss_mask']), 1.0)
+  grad_fn = jax.value_and_grad(
+      _microbatch_loss(model, lb_weight, micro_steps, total), has_aux=True
+  )
+
+  def body(carry, mb):
+    g_acc, nll_acc, lb_acc = carry
+    (_, (nll, lb)), g = grad_fn(params, mb)
+    g_acc = jax.tree.map(jnp.add, g_acc, g)
+    return (g_acc, nll_acc + nll, lb_acc + lb), None
+
+  zeros = jax.tree.map(jnp.zeros_like, params)
+  zero = jnp.zeros((), jnp.float32)
+  (grads, nll, lb), _ = jax.lax.scan(body, (zeros, zero, zero), batch)
+  metrics = {
+      'nll': nll / total,
+      'tokens': total,
+      'lb_loss': lb / micro_steps,
+  }
+  return grads, metrics
+
+
+def make_train_step(
+    model: maxtext_model.Model,
+    tx: optax.GradientTransformation,
+    lb_weight: float = 0.0,
+) -> Callable:
+  """(params, opt_state, batch) -> (params, opt_state, metrics), jitted."""
+
+  def step(params, opt_state, batch):
+    grads, metrics = accumulate_grads(model, params, batch, lb_weight)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    metrics['grad_norm'] = optax.global_norm(grads)
+    metrics['update_norm'] = optax.global_norm(updates)
+    return params, opt_state, metrics
+
+  return _under_rules(model, _pinned_jit(step))
+
+
+def make_eval_step(model: maxtext_model.Model) -> Callable:
+  """(params, batch) -> (nll_sum, eligible tokens) over all microbatches."""
+
+  def step(params, batch):
+    def body(acc, mb):
+      lp, _ = logprobs.token_logprobs(
+          model,
+          params,
+          mb['inputs'],
+          mb['positions'],
+          mb['segment_ids'],
+          mb['targets'],
+      )
+      return acc + loss_lib.masked_nll_sum(lp, mb['loss_mask']), None
+
+    nll, _ = jax.lax.scan(body, jnp.zeros((), jnp.float32), batch)
+    return nll, loss_lib.eligible_tokens(batch['loss_mask'])
+
+  return _under_rules(model, jax.jit(step))
+
+
+def _pinned_jit(step: Callable) -> Callable:
+  """jit whose params/opt_state outputs keep their input shardings.
+
+  Without pinning, XLA may pick other output shardings and the second call
+  recompiles; pinned, every step after the first reuses one executable.
+  """
+  compiled = {}
+
+  def call(params, opt_state, batch):
+    if 'fn' not in compiled:
+      shardings = jax.tree.map(lambda x: x.sharding, (params, opt_state))
+      compiled['fn'] = jax.jit(
+          step, donate_argnums=(0, 1), out_shardings=shardings + (None,)
+      )
+    return compiled['fn'](params, opt_state, batch)
+
+  return call
+
+
+def _under_rules(model: maxtext_model.Model, fn: Callable) -> Callable:
+  """Calls (and traces) `fn` under the model's mesh and logical rules."""
+
+  def call(*args):
+    with model.rules():
+      return fn(*args)
+
+  return call
+
+
+def batch_sharding(model: maxtext_model.Model) -> jax.sharding.NamedSharding:
+  """[M, b, T] batches: b over the batch axes, T over context."""
+  rules = dict(model.mt_config.logical_axis_rules)
+  spec = jax.sharding.PartitionSpec(
+      None,
+      tuple(rules['activation_batch']) or None,
+      tuple(rules['activation_length']) or None,
+  )
+  return jax.sharding.NamedSharding(model.mesh, spec)
