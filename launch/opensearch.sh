@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Builds (once) and starts or stops the single-node OpenSearch that the
+# `opensearch` tests and small deployments use (index/opensearch_node/).
+#
+#   bash launch/opensearch.sh start    # build if needed, start, wait for health
+#   bash launch/opensearch.sh stop     # SIGTERM, wait, then SIGKILL if it hangs
+#   bash launch/opensearch.sh status   # exit 0 and print the URL if running
+#
+# Environment (all optional):
+#   OPENSEARCH_PORT           HTTP port on 127.0.0.1 (default 9200; tests read
+#                             OPENSEARCH_URL, default http://127.0.0.1:9200)
+#   OPENSEARCH_HOME           data, logs, pid file (default build/opensearch)
+#   OPENSEARCH_JAVA_OPTS      JVM options (default "-Xms512m -Xmx1g")
+#   OPENSEARCH_START_TIMEOUT  seconds to wait for yellow/green (default 120)
+#   JAVA_HOME                 Java 17+ to build and run with
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+port=${OPENSEARCH_PORT:-9200}
+home=${OPENSEARCH_HOME:-$repo/build/opensearch}
+java_opts=${OPENSEARCH_JAVA_OPTS:--Xms512m -Xmx1g}
+timeout=${OPENSEARCH_START_TIMEOUT:-120}
+src=$repo/index/opensearch_node
+jar=$src/target/opensearch-node.jar
+pidfile=$home/node.pid
+log=$home/node.log
+url=http://127.0.0.1:$port
+java=java
+if [ -n "${JAVA_HOME:-}" ]; then java=$JAVA_HOME/bin/java; fi
+
+say() { echo "opensearch: $*"; }
+die() { echo "opensearch: error: $*" >&2; exit 1; }
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || die "'$1' not found; $2"
+}
+
+running_pid() {
+  # Prints the pid of our node if the pid file names a live launcher JVM.
+  [ -f "$pidfile" ] || return 1
+  local pid
+  pid=$(cat "$pidfile")
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'opensearch-node.jar' || return 1
+  echo "$pid"
+}
+
+healthy() {
+  curl -fsS --max-time 5 \
+    "$url/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null |
+    grep -Eq '"status":"(yellow|green)"'
+}
+
+build() {
+  if [ -f "$jar" ] && [ -d "$src/target/lib" ] &&
+     [ -z "$(find "$src/pom.xml" "$src/src" -newer "$jar" -print -quit)" ]; then
+    return 0
+  fi
+  need mvn "install Maven 3.8+ (Debian: apt-get install maven)"
+  local mlog=$src/target/mvn-build.log t0=$SECONDS
+  mkdir -p "$src/target"
+  say "building the launcher jar with Maven (first time: downloads ~50 MB)"
+  # Offline first (everything cached in ~/.m2), then Maven Central.
+  if ! mvn -o -B -q -f "$src/pom.xml" package >"$mlog" 2>&1; then
+    if ! mvn -B -ntp -f "$src/pom.xml" package >"$mlog" 2>&1; then
+      tail -n 30 "$mlog" >&2
+      die "Maven build failed (full log: $mlog); it needs Maven Central or a filled ~/.m2"
+    fi
+  fi
+  say "built $jar in $((SECONDS - t0)) s"
+}
+
+start() {
+  need curl "install curl (Debian: apt-get install curl)"
+  need "$java" "install Java 17+ or set JAVA_HOME"
+  if pid=$(running_pid) && healthy; then
+    say "already running (pid $pid): $url"
+    return 0
+  fi
+  if healthy; then
+    die "port $port already answers as a cluster not started here; stop it or set OPENSEARCH_PORT"
+  fi
+  if pid=$(running_pid); then
+    say "pid $pid is up but unhealthy; restarting it"
+    stop
+  fi
+  build
+  mkdir -p "$home"
+  say "starting node on $url (home $home, JVM $java_opts)"
+  local t0=$SECONDS
+  # shellcheck disable=SC2086  # java_opts is a list of options.
+  nohup "$java" $java_opts -jar "$jar" "$home" "$port" >"$log" 2>&1 &
+  echo $! >"$pidfile"
+  while ! healthy; do
+    if ! running_pid >/dev/null; then
+      tail -n 30 "$log" >&2
+      rm -f "$pidfile"
+      die "the node exited during start-up (log: $log)"
+    fi
+    if [ $((SECONDS - t0)) -ge "$timeout" ]; then
+      tail -n 30 "$log" >&2
+      stop
+      die "no yellow/green health within ${timeout} s (log: $log)"
+    fi
+    sleep 1
+  done
+  say "up in $((SECONDS - t0)) s (pid $(cat "$pidfile")): $url"
+}
+
+stop() {
+  local pid
+  if ! pid=$(running_pid); then
+    rm -f "$pidfile"
+    say "not running"
+    return 0
+  fi
+  kill -TERM "$pid"
+  for _ in $(seq 1 30); do
+    [ -d "/proc/$pid" ] || break
+    sleep 1
+  done
+  if [ -d "/proc/$pid" ]; then
+    say "pid $pid ignored SIGTERM for 30 s; killing it"
+    kill -KILL "$pid"
+  fi
+  rm -f "$pidfile"
+  say "stopped (pid $pid)"
+}
+
+status() {
+  if pid=$(running_pid) && healthy; then
+    say "running (pid $pid): $url"
+  else
+    say "not running on $url"
+    return 1
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  *) die "usage: bash launch/opensearch.sh start|stop|status" ;;
+esac

@@ -1,0 +1,214 @@
+"""Request bodies shared by the Elasticsearch and OpenSearch clients.
+
+Two indices per corpus, mirroring the tantivy layout (`tantivy_index.py`):
+`<prefix>-doc` has one row per document (`_id` = doc_id): the doc view
+searches its `text` field, the title view its `title` field, and
+`get_documents` reads its `_source`. `<prefix>-passage` has one row per
+passage (`_id` = passage_id) with the parent `doc_id` as a keyword; the
+passage view collapses its hits on `doc_id`, which keeps each parent's best
+passage in score order: the parent mapping with duplicates removed,
+preserving order, done by the engine.
+
+Both indices carry `site`: the URL host and its parent domains
+(`sites.host_suffixes`), so `site:b.org` is a single term filter that
+matches `b.org` and every `*.b.org`.
+
+The analyzer reproduces `analysis.build_analyzer` token for token: runs of
+letters and digits (`[^\\p{L}\\p{N}]+` splits, like tantivy's `simple`
+tokenizer), tokens of 40+ characters dropped, lowercased, Lucene's English
+stopwords removed (positions keep their gaps, as in tantivy), Snowball
+English stemming (`porter2`, the algorithm tantivy's `english` stemmer
+runs). Where they still differ: the length limit counts UTF-16 characters
+here and UTF-8 bytes in tantivy (only tokens of 20–39 non-ASCII characters
+are affected), and Unicode letter/digit classes of Java and Rust differ on a
+few marks (combining accents split a token here).
+"""
+
+from typing import Any, Iterator, Sequence
+
+from search_agent.corpus.passages import Passage
+from search_agent.corpus.record import Document
+from search_agent.search import analysis
+from search_agent.search import sites
+from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.parser import ParsedQuery
+
+ANALYZER = 'en_search'
+# Field searched by each view, and the index ('doc' or 'passage') it is in.
+VIEW_FIELDS = {'doc': 'text', 'passage': 'text', 'title': 'title'}
+VIEW_INDEX = {'doc': 'doc', 'passage': 'passage', 'title': 'doc'}
+
+
+def index_names(prefix: str) -> dict[str, str]:
+  """Index name per kind: {'doc': '<prefix>-doc', 'passage': ...}."""
+  return {'doc': f'{prefix}-doc', 'passage': f'{prefix}-passage'}
+
+
+def analysis_settings(build: IndexBuildConfig) -> dict[str, Any]:
+  """The `analysis` index settings defining `ANALYZER` for `build`."""
+  filters = ['en_long', 'lowercase']
+  token_filters: dict[str, Any] = {
+      'en_long': {'type': 'length', 'max': analysis.MAX_TOKEN_BYTES - 1}
+  }
+  if build.remove_stopwords:
+    filters.append('en_stop')
+    token_filters['en_stop'] = {
+        'type': 'stop',
+        'stopwords': list(analysis.ENGLISH_STOPWORDS),
+    }
+  if build.stem:
+    filters.append('en_stem')
+    token_filters['en_stem'] = {'type': 'stemmer', 'language': 'porter2'}
+  return {
+      'tokenizer': {
+          'en_words': {'type': 'pattern', 'pattern': r'[^\p{L}\p{N}]+'}
+      },
+      'filter': token_filters,
+      'analyzer': {
+          ANALYZER: {
+              'type': 'custom',
+              'tokenizer': 'en_words',
+              'filter': filters,
+          }
+      },
+  }
+
+
+def create_index_body(
+    kind: str,
+    build: IndexBuildConfig,
+    *,
+    shards: int,
+    replicas: int,
+) -> dict[str, Any]:
+  """Settings and mappings for the 'doc' or 'passage' index.
+
+  The build config goes into the mapping's `_meta`, so that a backend
+  opening the index later knows how it was analyzed and split.
+  """
+  text = {'type': 'text', 'analyzer': ANALYZER}
+  keyword = {'type': 'keyword'}
+  if kind == 'doc':
+    properties = {
+        'doc_id': keyword,
+        'url': {'type': 'keyword', 'index': False, 'doc_values': False},
+        'site': keyword,
+        'links': {'type': 'keyword', 'index': False, 'doc_values': False},
+        'title': text,
+        'text': text,
+    }
+    source: dict[str, Any] = {}
+  elif kind == 'passage':
+    properties = {'doc_id': keyword, 'site': keyword, 'text': text}
+    source = {'excludes': ['text']}
+  else:
+    raise ValueError(f"kind must be 'doc' or 'passage', got {kind!r}")
+  return {
+      'settings': {
+          'index': {
+              'number_of_shards': shards,
+              'number_of_replicas': replicas,
+              'refresh_interval': '-1',
+          },
+          'analysis': analysis_settings(build),
+      },
+      'mappings': {
+          'dynamic': 'strict',
+          '_meta': {'build': dict(build.__dict__)},
+          '_source': source,
+          'properties': properties,
+      },
+  }
+
+
+def doc_source(doc: Document) -> dict[str, Any]:
+  """The `_source` of a document row."""
+  return {
+      'doc_id': doc.doc_id,
+      'url': doc.url,
+      'site': sites.host_suffixes(doc.url),
+      'links': list(doc.links),
+      'title': doc.title,
+      'text': doc.text,
+  }
+
+
+def document_from_source(source: dict[str, Any]) -> Document:
+  return Document(
+      doc_id=source['doc_id'],
+      title=source['title'],
+      url=source['url'],
+      text=source['text'],
+      links=tuple(source.get('links') or ()),
+  )
+
+
+def bulk_actions(
+    doc: Document, passages: Sequence[Passage], names: dict[str, str]
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+  """(action, source) pairs indexing one document and its passages."""
+  yield {'index': {'_index': names['doc'], '_id': doc.doc_id}}, doc_source(doc)
+  site = sites.host_suffixes(doc.url)
+  for p in passages:
+    yield (
+        {'index': {'_index': names['passage'], '_id': p.passage_id}},
+        {'doc_id': p.doc_id, 'site': site, 'text': p.text},
+    )
+
+
+def view_search_body(query: ParsedQuery, view: str, k: int) -> dict[str, Any]:
+  """One `_search` body: BM25 on the view's field over the scoring words.
+
+  The same query as the tantivy backend builds: every keyword and phrase
+  word is a scoring OR clause (summed BM25), each phrase a required, scoring
+  phrase clause in the view's field (a phrase of stopwords only constrains
+  nothing: `zero_terms_query: all`), and the site filter a non-scoring
+  term filter on the host suffixes.
+  """
+  field = VIEW_FIELDS[view]
+  phrases = [
+      {'match_phrase': {field: {'query': p, 'zero_terms_query': 'all'}}}
+      for p in query.phrases
+  ]
+  filters = [{'term': {'site': query.site}}] if query.site else []
+  body: dict[str, Any] = {
+      'size': k,
+      '_source': False,
+      'track_total_hits': False,
+      'query': {
+          'bool': {
+              'should': [
+                  {'match': {field: {'query': ' '.join(query.scoring_words())}}}
+              ],
+              'minimum_should_match': 1,
+              'must': phrases,
+              'filter': filters,
+          }
+      },
+  }
+  if view == 'passage':
+    body['collapse'] = {'field': 'doc_id'}
+  return body
+
+
+def msearch_body(
+    queries: Sequence[ParsedQuery], k: int, names: dict[str, str]
+) -> list[dict[str, Any]]:
+  """Header/body lines of one `_msearch` running every view of every query.
+
+  Searches are in query-major order: query 0's views in `VIEW_FIELDS` order,
+  then query 1's, and so on.
+  """
+  lines: list[dict[str, Any]] = []
+  for q in queries:
+    for view in VIEW_FIELDS:
+      lines.append({'index': names[VIEW_INDEX[view]]})
+      lines.append(view_search_body(q, view, k))
+  return lines
+
+
+def hit_doc_id(hit: dict[str, Any], view: str) -> str:
+  """The doc_id a search hit stands for in `view`."""
+  if view == 'passage':
+    return hit['fields']['doc_id'][0]
+  return hit['_id']

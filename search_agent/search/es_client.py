@@ -1,0 +1,138 @@
+"""One thin call surface over the official Elasticsearch and OpenSearch clients.
+
+The request bodies (`es_bodies.py`) are the same for both; what differs is
+how a client is built and which exceptions it raises. `SearchClient.call`
+runs one API call and turns every failure into `BackendError` (the cluster
+refused the request, or the request is wrong) or `TransientError` (it could
+not be reached, timed out, or answered 429/502/503/504: worth retrying).
+"""
+
+import dataclasses
+from typing import Any, Callable
+
+import elastic_transport
+import elasticsearch
+import opensearchpy
+
+from search_agent.search.backend import BackendError
+
+FLAVORS = ('opensearch', 'elasticsearch')
+TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
+
+
+class TransientError(BackendError):
+  """A failure that may pass on retry (unreachable, overloaded, timed out)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClusterConfig:
+  """Where the cluster is and how to talk to it.
+
+  Attributes:
+    flavor: 'opensearch' (opensearch-py client) or 'elasticsearch' (the
+      official elasticsearch client; it refuses to talk to OpenSearch).
+    hosts: Node URLs, e.g. ('http://127.0.0.1:9200',).
+    request_timeout_s: Per-request timeout.
+    client_retries: Retries the client itself makes on connection errors
+      and timeouts, before a call fails.
+  """
+
+  flavor: str = 'opensearch'
+  hosts: tuple[str, ...] = ('http://127.0.0.1:9200',)
+  request_timeout_s: float = 30.0
+  client_retries: int = 1
+
+  def __post_init__(self):
+    if self.flavor not in FLAVORS:
+      raise ValueError(f'flavor must be one of {FLAVORS}, got {self.flavor!r}')
+    if not self.hosts:
+      raise ValueError('hosts is empty; give at least one node URL')
+
+
+def _raw_client(config: ClusterConfig):
+  if config.flavor == 'opensearch':
+    return opensearchpy.OpenSearch(
+        hosts=list(config.hosts),
+        timeout=config.request_timeout_s,
+        max_retries=config.client_retries,
+        retry_on_timeout=True,
+        http_compress=True,
+    )
+  return elasticsearch.Elasticsearch(
+      hosts=list(config.hosts),
+      request_timeout=config.request_timeout_s,
+      max_retries=config.client_retries,
+      retry_on_timeout=True,
+      http_compress=True,
+  )
+
+
+_NO_ANSWER = (
+    opensearchpy.ConnectionError,
+    elastic_transport.ConnectionError,
+    elastic_transport.ConnectionTimeout,
+)
+_CLIENT_ERRORS = (
+    opensearchpy.OpenSearchException,
+    elasticsearch.ApiError,
+    elasticsearch.UnsupportedProductError,
+    elastic_transport.TransportError,
+)
+
+
+def _classify(e: Exception) -> tuple[int | None, str]:
+  """(HTTP status, or None if no answer came; short description)."""
+  if isinstance(e, _NO_ANSWER):
+    return None, f'{type(e).__name__}: {e}'
+  if isinstance(e, opensearchpy.TransportError):
+    status = e.status_code if isinstance(e.status_code, int) else 0
+    return status, f'{e.error}: {str(e.info)[:300]}'
+  if isinstance(e, elasticsearch.UnsupportedProductError):
+    return 0, 'the server is not Elasticsearch (use flavor=opensearch)'
+  if isinstance(e, elasticsearch.ApiError):
+    return e.meta.status, f'{e.message}: {str(e.body)[:300]}'
+  return 0, f'{type(e).__name__}: {e}'
+
+
+class SearchClient:
+  """An Elasticsearch or OpenSearch client whose calls raise BackendError."""
+
+  def __init__(self, config: ClusterConfig):
+    self.config = config
+    self.raw = _raw_client(config)
+
+  def call(self, what: str, fn: Callable[..., Any], **kwargs) -> Any:
+    """Runs `fn(**kwargs)`; `what` names the call in error messages.
+
+    Raises:
+      TransientError: no answer, or a 429/502/503/504 answer.
+      BackendError: any other error answer.
+    """
+    try:
+      return fn(**kwargs)
+    except _CLIENT_ERRORS as e:
+      status, detail = _classify(e)
+      where = ', '.join(self.config.hosts)
+      if status is None:
+        raise TransientError(
+            f'{what}: cannot reach the {self.config.flavor} cluster at'
+            f' {where} ({detail}); start it (tests: `bash'
+            ' launch/opensearch.sh start`) or fix `hosts`'
+        ) from e
+      if status in TRANSIENT_STATUSES:
+        raise TransientError(
+            f'{what}: the cluster at {where} answered {status} ({detail})'
+        ) from e
+      answer = f'status {status}' if status else 'an unusable answer'
+      raise BackendError(
+          f'{what}: the cluster at {where} refused the request with'
+          f' {answer} ({detail})'
+      ) from e
+
+  def check_cluster(self) -> dict[str, Any]:
+    """The cluster's `GET /` answer; fails clearly if it is not reachable,
+    or is not the product this flavor's client talks to."""
+    return self.call('info', self.raw.info)
+
+  def close(self) -> None:
+    self.raw.close()

@@ -1,0 +1,176 @@
+"""The OpenSearch backend against the real single-node OpenSearch.
+
+A slice of the bundled 2Wiki corpus plus a few hand-made documents whose
+answers are known: phrase order, site: with subdomains and look-alike hosts,
+a long document split into many passages.
+"""
+
+import json
+import uuid
+
+import opensearchpy
+import pytest
+
+from search_agent.corpus.record import Document
+from search_agent.search import es_backend
+from search_agent.search import es_client
+from search_agent.search.backend import BackendError
+from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.backend import VIEWS
+from search_agent.search.parser import parse_query
+
+pytestmark = pytest.mark.opensearch
+
+BUILD = IndexBuildConfig(passage_window_words=20, passage_stride_words=15)
+
+
+def _handmade() -> list[Document]:
+  long_text = ' '.join(
+      ['zorblax glimmers in the valley'] * 4
+      + [f'filler{i} words' for i in range(40)]
+  )
+  return [
+      Document(
+          doc_id='ex-root',
+          title='Qwerty root',
+          url='https://example.com/a',
+          text='The qwerty gadget ships alpha beta.',
+      ),
+      Document(
+          doc_id='ex-sub',
+          title='Qwerty news',
+          url='http://news.Example.com:8080/b',
+          text='News about qwerty gadgets: beta alpha.',
+      ),
+      Document(
+          doc_id='ex-fake',
+          title='Qwerty lookalike',
+          url='https://badexample.com/c',
+          text='A qwerty clone, alpha beta.',
+      ),
+      Document(
+          doc_id='long', title='Valley', url='https://v.org/l', text=long_text
+      ),
+  ]
+
+
+@pytest.fixture(scope='module')
+def corpus(shared_data) -> list[Document]:
+  rows = json.loads(
+      (shared_data / 'corpus' / '2wikimultihopqa_corpus.json').read_text()
+  )
+  wiki = [
+      Document(
+          doc_id=f'2wiki-{i}',
+          title=r['title'],
+          url='https://en.wikipedia.org/wiki/' + r['title'].replace(' ', '_'),
+          text=r['text'],
+      )
+      for i, r in enumerate(rows[:300])
+  ]
+  return wiki + _handmade()
+
+
+@pytest.fixture(scope='module')
+def config(opensearch_url, corpus):
+  cfg = es_backend.EsIndexConfig(
+      cluster=es_client.ClusterConfig(hosts=(opensearch_url,)),
+      index_prefix=f'test-backend-{uuid.uuid4().hex[:8]}',
+  )
+  stats = es_backend.build_es_index(cfg, corpus, BUILD)
+  assert stats['documents'] == len(corpus)
+  yield cfg
+  opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
+      index=f'{cfg.index_prefix}-*'
+  )
+
+
+@pytest.fixture(scope='module')
+def backend(config):
+  b = es_backend.EsBackend(config)
+  yield b
+  b.close()
+
+
+def _rank(backend, text, k=10):
+  (views,) = backend.view_rankings([parse_query(text)], k)
+  assert set(views) == set(VIEWS)
+  return views
+
+
+def test_opens_with_the_build_config_and_counts(backend, corpus):
+  assert backend.build_config == BUILD
+  assert backend.num_documents() == len(corpus)
+
+
+def test_phrase_is_required_and_ordered(backend):
+  assert _rank(backend, 'qwerty')['doc'][:3] != []
+  views = _rank(backend, '"alpha beta"')
+  assert sorted(views['doc']) == ['ex-fake', 'ex-root']
+  assert 'ex-sub' not in views['passage']
+  assert _rank(backend, '"beta alpha" qwerty')['doc'] == ['ex-sub']
+
+
+def test_site_filter_takes_subdomains_not_lookalikes(backend):
+  views = _rank(backend, 'qwerty site:example.com')
+  assert sorted(views['doc']) == ['ex-root', 'ex-sub']
+  assert sorted(views['title']) == ['ex-root', 'ex-sub']
+  assert sorted(views['passage']) == ['ex-root', 'ex-sub']
+  assert _rank(backend, 'qwerty site:news.example.com')['doc'] == ['ex-sub']
+
+
+def test_passages_map_to_parents_once(backend):
+  views = _rank(backend, 'zorblax valley')
+  # The long document has 4 passages with "zorblax"; it is listed once.
+  assert views['passage'][0] == 'long'
+  assert views['passage'].count('long') == 1
+  assert views['title'] == ['long']
+
+
+def test_batch_matches_single_queries_and_k_caps(backend):
+  texts = ['american film director', 'qwerty', 'river in europe']
+  batch = backend.view_rankings([parse_query(t) for t in texts], 5)
+  assert batch == [_rank(backend, t, 5) for t in texts]
+  assert all(len(v) <= 5 for views in batch for v in views.values())
+  assert len(batch[0]['doc']) == 5
+
+
+def test_stemming_and_stopwords(backend):
+  # "directors" and "directed" stem to "director"/"direct"; "the of" are
+  # stopwords, so they neither match nor block a match.
+  assert _rank(backend, 'gadgets')['doc'][:1] in (['ex-sub'], ['ex-root'])
+  assert _rank(backend, 'the of')['doc'] == []
+
+
+def test_get_documents_in_order_with_unknown_ids(backend, corpus):
+  got = backend.get_documents(['ex-sub', 'nope', '2wiki-0'])
+  assert got == [corpus[-3], None, corpus[0]]
+  assert backend.get_documents([]) == []
+
+
+def test_existing_index_is_an_error_without_overwrite(config, corpus):
+  with pytest.raises(BackendError, match='already exists'):
+    es_backend.build_es_index(config, corpus[:1], BUILD)
+
+
+def test_missing_index_is_a_clear_error(opensearch_url):
+  cfg = es_backend.EsIndexConfig(
+      cluster=es_client.ClusterConfig(hosts=(opensearch_url,)),
+      index_prefix='test-no-such-index',
+  )
+  with pytest.raises(BackendError, match='not found.*build it first'):
+    es_backend.EsBackend(cfg)
+
+
+def test_duplicate_doc_ids_are_refused(opensearch_url, corpus):
+  cfg = es_backend.EsIndexConfig(
+      cluster=es_client.ClusterConfig(hosts=(opensearch_url,)),
+      index_prefix=f'test-dup-{uuid.uuid4().hex[:8]}',
+  )
+  try:
+    with pytest.raises(BackendError, match='duplicate doc_id'):
+      es_backend.build_es_index(cfg, [corpus[0], corpus[0]], BUILD)
+  finally:
+    opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
+        index=f'{cfg.index_prefix}-*'
+    )
