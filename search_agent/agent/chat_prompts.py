@@ -1,0 +1,54 @@
+"""The renderer as the sampler adapter's `PromptRenderer`.
+
+`SamplerLLM` (search_agent/llm/sampler_client.py) needs prompt token ids for
+chat messages; the llm layer cannot import the agent layer, so this adapter
+is built here and handed to it: protocol messages become Turns, rendered by
+the one renderer with the generation prompt appended.
+"""
+
+from typing import Sequence
+
+from search_agent.agent import renderer
+from search_agent.agent import trajectory
+from search_agent.llm import protocol
+from search_agent.model import tokenizer as tokenizer_lib
+
+
+def to_turn(m: protocol.Message) -> trajectory.Turn:
+  """A protocol message as a Turn."""
+  calls = tuple(
+      trajectory.ToolCall(
+          name=c['name'], arguments=dict(c.get('arguments', {}))
+      )
+      for c in m.get('tool_calls', ())
+  )
+  return trajectory.Turn(
+      role=m['role'],
+      content=m.get('content', ''),
+      reasoning=m.get('reasoning', ''),
+      tool_calls=calls,
+      name=m.get('name', ''),
+  )
+
+
+class RendererPrompts:
+  """Renders chats with a tokenizer and a chat template."""
+
+  def __init__(
+      self, tokenizer: tokenizer_lib.Tokenizer, template: str = 'chatml'
+  ):
+    self.tokenizer = tokenizer
+    self.template = renderer.get_template(template)
+    self.stop_token_ids = renderer.stop_token_ids(tokenizer, self.template)
+
+  def prompt_ids(self, messages: Sequence[protocol.Message]) -> tuple[int, ...]:
+    turns = [to_turn(m) for m in messages]
+    return renderer.render(
+        turns,
+        self.tokenizer,
+        add_generation_prompt=True,
+        template=self.template,
+    ).token_ids
+
+  def decode(self, token_ids: Sequence[int]) -> str:
+    return self.tokenizer.decode(token_ids)

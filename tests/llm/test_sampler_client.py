@@ -1,0 +1,142 @@
+"""SamplerLLM with the real Qwen3 tokenizer and the real renderer.
+
+The sampler itself is a stand-in that emits the tokens of scripted replies
+(the real one is search_agent/model/sampler.py); the test is about the
+adapter and the loop's token-exact record, which must equal the renderer's
+rendering of the trajectory, token for token and mask for mask.
+"""
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+from search_agent.agent import chat_prompts
+from search_agent.agent import react
+from search_agent.agent import renderer
+from search_agent.llm import protocol
+from search_agent.llm import sampler_client
+from search_agent.model import tokenizer as tokenizer_lib
+from search_agent.search import schemas
+
+
+@dataclasses.dataclass
+class Sample:
+  token_ids: list[int]
+  logprobs: list[float]
+  finish_reason: str = 'stop'
+  policy_version: int = 3
+
+
+class ScriptSampler:
+  """Emits encode(reply) + <|im_end|> for each scripted reply."""
+
+  def __init__(self, tok, replies):
+    self.tok = tok
+    self.replies = list(replies)
+    self.prompts = []
+
+  def generate(self, prompts, *, params, stop_token_ids):
+    self.prompts.append(prompts[0])
+    out = []
+    for _ in prompts:
+      ids = self.tok.encode(self.replies.pop(0)) + [stop_token_ids[0]]
+      out.append(Sample(token_ids=ids, logprobs=[-0.25] * len(ids)))
+    return out
+
+
+@dataclasses.dataclass
+class Result:
+  text: str
+  error: str | None = None
+
+
+class Toolbox:
+
+  def schemas(self):
+    return schemas.tool_schemas(('search',))
+
+  async def execute(self, call):
+    return Result(text='1. [r1] Paris - capital of France')
+
+
+@pytest.fixture(scope='module')
+def tok():
+  return tokenizer_lib.load_tokenizer(tokenizer_lib.maxtext_tokenizer_dir())
+
+
+CALL = (
+    '<tool_call>'
+    + json.dumps(
+        {'name': 'search', 'arguments': {'query': ['capital of France']}}
+    )
+    + '</tool_call>'
+)
+REPLIES = [
+    f'<think>\nI should search.\n</think>\n{CALL}',
+    '<think>\nFound it.\n</think>\nConfidence: 90%\n<answer>Paris</answer>',
+]
+
+
+def test_loop_over_sampler_is_token_exact(tok):
+  sampler = ScriptSampler(tok, REPLIES)
+  llm = sampler_client.SamplerLLM(sampler, chat_prompts.RendererPrompts(tok))
+  agent = react.ReActAgent(llm, react.AgentConfig())
+  traj = asyncio.run(
+      agent.run(
+          traj_id='t#0',
+          task_id='t',
+          question='Capital of France?',
+          system_prompt='You search.',
+          toolbox=Toolbox(),
+      )
+  )
+  assert traj.status == 'answered' and traj.final_answer == 'Paris'
+  assert traj.meta['tokens_note'] == ''
+  rec = traj.tokens
+  full = renderer.render(traj.messages, tok)
+  n = len(rec.token_ids)
+  # The record ends at the last generated token (<|im_end|>).
+  assert rec.token_ids == full.token_ids[:n]
+  assert rec.loss_mask == full.loss_mask[:n]
+  assert full.token_ids[n:] == tuple(tok.encode('\n'))
+  assert sum(rec.loss_mask) == sum(full.loss_mask)
+  assert {v for v, m in zip(rec.versions, rec.loss_mask) if m} == {3}
+  assert {x for x, m in zip(rec.logprobs, rec.loss_mask) if m} == {-0.25}
+  # The second prompt is exactly the render of the first three turns.
+  assert (
+      tuple(sampler.prompts[1])
+      == renderer.render(
+          traj.messages[:4], tok, add_generation_prompt=True
+      ).token_ids
+  )
+
+
+def test_completion_fields_and_failures(tok):
+  prompts = chat_prompts.RendererPrompts(tok)
+  llm = sampler_client.SamplerLLM(ScriptSampler(tok, ['hi there']), prompts)
+  msgs = [{'role': 'user', 'content': 'hello'}]
+  [c] = asyncio.run(llm.chat(msgs, protocol.SamplingParams()))
+  assert c.text == 'hi there'
+  assert c.token_ids[-1] == tok.token_id('<|im_end|>')
+  assert c.prompt_token_ids == prompts.prompt_ids(msgs)
+  assert c.prompt_tokens == len(c.prompt_token_ids) and c.policy_version == 3
+
+  class Broken:
+
+    def generate(self, prompts, *, params, stop_token_ids):
+      raise MemoryError('KV cache full')
+
+  with pytest.raises(protocol.LLMError, match='KV cache full'):
+    asyncio.run(
+        sampler_client.SamplerLLM(Broken(), prompts).chat(
+            msgs, protocol.SamplingParams()
+        )
+    )
+  with pytest.raises(protocol.LLMError, match='cannot render'):
+    asyncio.run(
+        llm.chat(
+            [{'role': 'nobody', 'content': 'x'}], protocol.SamplingParams()
+        )
+    )
