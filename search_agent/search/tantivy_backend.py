@@ -12,6 +12,7 @@ on a thread pool.
 """
 
 import concurrent.futures
+import math
 import pathlib
 from typing import Sequence
 
@@ -21,6 +22,9 @@ from search_agent.corpus.record import Document
 from search_agent.search import tantivy_index
 from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.backend import BackendError
+from search_agent.search.engine import EngineConfig
+from search_agent.search.engine import SearchEngine
+from search_agent.search.guard import LeakageGuard
 from search_agent.search.parser import ParsedQuery
 
 _MUST = tantivy.Occur.Must
@@ -150,5 +154,37 @@ class TantivyBackend:
   def num_documents(self) -> int:
     return self._doc_searcher.num_docs
 
+  def term_idf(self, terms: Sequence[str]) -> dict[str, float]:
+    """BM25 idf of index terms in the doc view (for snippet scoring)."""
+    n = self._doc_searcher.num_docs
+    out = {}
+    for t in terms:
+      df = self._doc_searcher.doc_freq('text', t)
+      out[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return out
+
+  @property
+  def analyzer(self) -> QueryAnalyzer:
+    """The query analyzer matching this index's analysis."""
+    return self._analyzer
+
   def close(self) -> None:
     self._pool.shutdown(wait=True)
+
+
+def tantivy_engine(
+    index_dir: str | pathlib.Path,
+    config: EngineConfig = EngineConfig(),
+    guard: LeakageGuard | None = None,
+    threads: int = 2,
+) -> SearchEngine:
+  """A SearchEngine over a tantivy index, with matching snippet analysis
+  and corpus idf. The caller closes it."""
+  backend = TantivyBackend(index_dir, threads=threads)
+  return SearchEngine(
+      backend,
+      config,
+      guard,
+      analyzer=backend.analyzer,
+      idf=backend.term_idf,
+  )

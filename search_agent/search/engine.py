@@ -1,0 +1,192 @@
+"""The search pipeline: parse → three views → weighted RRF → guard → snippets.
+
+`SearchEngine.search(queries, k) -> list[list[Hit]]` is the one call shape
+(pyserini/faiss style). A malformed query raises `QueryError` for the whole
+call; batch callers that want per-query errors use `search_or_errors`,
+which returns the `QueryError` in that query's slot instead.
+"""
+
+import dataclasses
+from typing import Callable, Mapping, Sequence
+
+from search_agent.corpus.record import Document
+from search_agent.search import fusion
+from search_agent.search import parser
+from search_agent.search import snippets
+from search_agent.search.analysis import QueryAnalyzer
+from search_agent.search.backend import SearchBackend
+from search_agent.search.guard import LeakageGuard
+from search_agent.search.parser import ParsedQuery
+
+Reranker = Callable[[ParsedQuery, list['Hit']], list['Hit']]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Hit:
+  """One search result.
+
+  Attributes:
+    doc_id: The document's id in the corpus.
+    title: Its title.
+    url: Its URL.
+    snippet: Query-focused excerpt (at most `SnippetConfig.max_words`).
+    score: Fused weighted-RRF score (higher is better).
+  """
+
+  doc_id: str
+  title: str
+  url: str
+  snippet: str
+  score: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EngineConfig:
+  """Search pipeline settings.
+
+  Attributes:
+    rrf_k: RRF rank constant (seed: 5).
+    weights: Fusion weight per view (seed: doc 1.0, passage 0.75,
+      title 0.75).
+    depth_factor: Each view is searched to depth `depth_factor * k`
+      (at least `min_depth`), so documents ranked low in one view can
+      still rise by accumulating contributions.
+    min_depth: Smallest per-view depth.
+    max_k: Largest k a caller may ask for.
+    max_query_chars: Longest accepted query.
+    snippet: Snippet window and budget.
+  """
+
+  rrf_k: float = fusion.DEFAULT_RRF_K
+  weights: Mapping[str, float] = dataclasses.field(
+      default_factory=lambda: dict(fusion.DEFAULT_WEIGHTS)
+  )
+  depth_factor: int = 5
+  min_depth: int = 20
+  max_k: int = 100
+  max_query_chars: int = parser.DEFAULT_MAX_QUERY_CHARS
+  snippet: snippets.SnippetConfig = snippets.SnippetConfig()
+
+
+class SearchEngine:
+  """Fused three-view search with snippets over one backend."""
+
+  def __init__(
+      self,
+      backend: SearchBackend,
+      config: EngineConfig = EngineConfig(),
+      guard: LeakageGuard | None = None,
+      *,
+      analyzer: QueryAnalyzer | None = None,
+      idf: snippets.IdfFn | None = None,
+      reranker: Reranker | None = None,
+  ):
+    """Wires the pipeline.
+
+    Args:
+      backend: Where the views are searched.
+      config: Fusion, depth and snippet settings.
+      guard: Leakage guard applied to results (default patterns if None).
+      analyzer: Snippet analyzer; must match the index (default: stemmed,
+        stopwords removed, as `IndexBuildConfig`'s defaults).
+      idf: Corpus idf for snippet BM25 (None: document-local).
+      reranker: Optional `(query, hits) -> hits` applied to the top
+        `k` guarded hits before snippets are final (off by default).
+    """
+    self.backend = backend
+    self.config = config
+    self.guard = guard or LeakageGuard()
+    self.analyzer = analyzer or QueryAnalyzer(stem=True, remove_stopwords=True)
+    self.idf = idf
+    self.reranker = reranker
+
+  def parse(self, query: str) -> ParsedQuery:
+    return parser.parse_query(query, max_chars=self.config.max_query_chars)
+
+  def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+    """Top-k hits per query.
+
+    Raises:
+      QueryError: if any query is malformed (nothing is searched).
+      ValueError: if k is not in [1, config.max_k].
+      BackendError: if the backend fails.
+    """
+    return self.search_parsed([self.parse(q) for q in queries], k)
+
+  def search_or_errors(
+      self, queries: Sequence[str], k: int
+  ) -> list[list[Hit] | parser.QueryError]:
+    """Like `search`, with a malformed query's QueryError in its slot."""
+    parsed, out = [], []
+    for q in queries:
+      try:
+        parsed.append(self.parse(q))
+        out.append(None)
+      except parser.QueryError as e:
+        out.append(e)
+    hits = iter(self.search_parsed(parsed, k))
+    return [next(hits) if slot is None else slot for slot in out]
+
+  def search_parsed(
+      self, queries: Sequence[ParsedQuery], k: int
+  ) -> list[list[Hit]]:
+    """Top-k hits per already parsed query."""
+    if not 1 <= k <= self.config.max_k:
+      raise ValueError(f'k must be in [1, {self.config.max_k}], got {k}')
+    if not queries:
+      return []
+    depth = max(self.config.min_depth, self.config.depth_factor * k)
+    rankings = self.backend.view_rankings(queries, depth)
+    fused = [
+        fusion.weighted_rrf(r, self.config.weights, self.config.rrf_k)
+        for r in rankings
+    ]
+    docs = self._documents([f[: k + 2] for f in fused])
+    out = []
+    for q, ranked in zip(queries, fused):
+      hits = self._guarded_top_k(ranked, k, docs)
+      if self.reranker is not None:
+        hits = self.reranker(q, hits)[:k]
+      out.append([self._with_snippet(q, h, docs[h.doc_id]) for h in hits])
+    return out
+
+  def _documents(self, doc_id_lists) -> dict[str, Document]:
+    wanted = list(dict.fromkeys(d for ids in doc_id_lists for d, _ in ids))
+    got = self.backend.get_documents(wanted)
+    return {d: doc for d, doc in zip(wanted, got) if doc is not None}
+
+  def _guarded_top_k(self, ranked, k, docs) -> list[Hit]:
+    hits, start = [], 0
+    while len(hits) < k and start < len(ranked):
+      chunk = ranked[start : start + max(k, 8)]
+      missing = [d for d, _ in chunk if d not in docs]
+      if missing:
+        docs.update(self._documents([[(d, 0) for d in missing]]))
+      for doc_id, score in chunk:
+        doc = docs.get(doc_id)
+        if doc is None or self.guard.is_blocked(doc.url):
+          continue
+        hits.append(
+            Hit(doc_id=doc_id, title=doc.title, url=doc.url, snippet='',
+                score=score)
+        )  # fmt: skip
+        if len(hits) == k:
+          break
+      start += len(chunk)
+    return hits
+
+  def _with_snippet(self, q: ParsedQuery, hit: Hit, doc: Document) -> Hit:
+    snippet = snippets.make_snippet(
+        doc.text, q.terms, q.phrases, self.analyzer, self.idf,
+        self.config.snippet,
+    )  # fmt: skip
+    return dataclasses.replace(hit, snippet=snippet)
+
+  def get_documents(self, doc_ids: Sequence[str]) -> list[Document | None]:
+    return self.backend.get_documents(doc_ids)
+
+  def num_documents(self) -> int:
+    return self.backend.num_documents()
+
+  def close(self) -> None:
+    self.backend.close()
