@@ -117,9 +117,7 @@ def to_examples(
     mask = np.asarray(mask, np.int32)[: seq_len + 1]
     if len(ids) < 2 or not mask[1:].any():
       continue
-    out.append(
-        {'inputs': ids[:-1], 'targets': ids[1:], 'loss_mask': mask[1:]}
-    )
+    out.append({'inputs': ids[:-1], 'targets': ids[1:], 'loss_mask': mask[1:]})
   return out
 
 

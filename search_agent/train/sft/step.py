@@ -82,6 +82,14 @@ def make_train_step(
   return _under_rules(model, _pinned_jit(step))
 
 
+def init_opt_state(
+    model: maxtext_model.Model, tx: optax.GradientTransformation, params: Any
+) -> Any:
+  """Optimizer state, placed on the model's mesh like the parameters."""
+  with model.rules():
+    return jax.jit(tx.init)(params)
+
+
 def make_eval_step(model: maxtext_model.Model) -> Callable:
   """(params, batch) -> (nll_sum, eligible tokens) over all microbatches."""
 
