@@ -1,0 +1,1 @@
+"""Binaries: build, serve and calibrate search indexes (`python -m index.*`)."""
