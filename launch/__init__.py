@@ -1,0 +1,1 @@
+"""Launchers: the same binary on a TPU pod through XPK or locally."""

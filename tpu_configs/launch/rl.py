@@ -1,0 +1,63 @@
+"""Launch config: the RL roles, each its own XPK workload.
+
+Variants (`--config=tpu_configs/launch/rl.py:ROLE`):
+  learner (default): the RL learner on a v5p-256 slice (its own mesh).
+  rollout: rollout workers (in-process JAX sampler) on 2 v5p-64 slices.
+  search: the search service (`python -m index.serve`, no JAX) on a CPU
+    node pool (`--device-type`, xpk's CPU workloads).
+  tiny: the learner's tiny CPU config, for `python -m launch.local`.
+The RL binary (`search_agent.train.rl.run`, flag --role) comes with the RL
+integration; until it lands `python -m launch.xpk` prints these commands
+with --dry_run and refuses to launch them. Placeholders to override as in
+tpu_configs/launch/sft.py.
+"""
+
+import ml_collections
+
+_ROLES = ('learner', 'rollout', 'search', 'tiny')
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+  """Returns the launch config for the role `arg`."""
+  role = arg or 'learner'
+  if role not in _ROLES:
+    raise ValueError(f'unknown role {role!r}: one of {_ROLES}')
+  config = ml_collections.ConfigDict()
+  # The binary, run as `python -m {module} --{flag}={value}...`.
+  config.module = 'search_agent.train.rl.run'
+  # Its flags, passed sorted by name.
+  config.flags = ml_collections.ConfigDict()
+  config.flags.config = 'tpu_configs/rl.py'
+  config.flags.role = 'learner' if role == 'tiny' else role
+  config.flags.workdir = 'gs://search-agent-runs/rl/run0'
+  # Environment variables for the binary.
+  config.env = ml_collections.ConfigDict()
+  config.env.DECOUPLE_GCLOUD = 'TRUE'
+  # Where XPK runs it (flags of `xpk workload create`; see launch/xpk.py).
+  config.xpk = ml_collections.ConfigDict()
+  config.xpk.cluster = 'search-agent-v5p'
+  config.xpk.workload = 'rl-' + role
+  config.xpk.tpu_type = 'v5p-256'
+  config.xpk.device_type = ''
+  config.xpk.num_slices = 1
+  config.xpk.docker_image = 'gcr.io/search-agent/search-agent:latest'
+  config.xpk.project = ''
+  config.xpk.zone = ''
+  config.xpk.priority = 'medium'
+  config.xpk.max_restarts = 3
+  if role == 'rollout':
+    config.xpk.tpu_type = 'v5p-64'
+    config.xpk.num_slices = 2
+  elif role == 'search':
+    config.module = 'index.serve'
+    config.flags = ml_collections.ConfigDict()
+    config.flags.config = 'tpu_configs/search/serve.py'
+    config.flags.workdir = 'gs://search-agent-runs/search/run0'
+    config.xpk.tpu_type = ''
+    config.xpk.device_type = 'n2-standard-32-1'
+  elif role == 'tiny':
+    config.flags.config = 'tpu_configs/rl.py:tiny'
+    config.flags.workdir = 'runs/rl-tiny'
+    config.env.JAX_PLATFORMS = 'cpu'
+    config.xpk.tpu_type = 'v5p-8'
+  return config

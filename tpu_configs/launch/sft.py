@@ -1,0 +1,49 @@
+"""Launch config: SFT (`python -m search_agent.train.sft`) on a TPU pod.
+
+Variants (`--config=tpu_configs/launch/sft.py:VARIANT`):
+  v5p-256 (default): 128 chips, one JAX device each: the recipe's 128-way
+    layout (open-recipe.md, SFT: TP=2, CP=8, EP=8 on 16 nodes x 8 GPUs).
+  v5p-128: 64 chips (v5p-N counts TensorCores, two per chip); the SFT
+    config's mesh must then absorb half the devices (its -1 axis).
+  tiny: the tiny CPU config, for `python -m launch.local`.
+Placeholders to override on the command line: xpk.cluster, xpk.project,
+xpk.zone, xpk.docker_image, flags.workdir (e.g.
+`--config.flags.workdir=gs://my-bucket/sft/run1`).
+"""
+
+import ml_collections
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+  """Returns the launch config for the variant `arg`."""
+  variant = arg or 'v5p-256'
+  if variant not in ('v5p-256', 'v5p-128', 'tiny'):
+    raise ValueError(f'unknown variant {variant!r}: v5p-256, v5p-128, tiny')
+  config = ml_collections.ConfigDict()
+  # The binary, run as `python -m {module} --{flag}={value}...`.
+  config.module = 'search_agent.train.sft'
+  # Its flags, passed sorted by name.
+  config.flags = ml_collections.ConfigDict()
+  config.flags.config = 'tpu_configs/sft.py'
+  config.flags.workdir = 'gs://search-agent-runs/sft/run0'
+  # Environment variables for the binary.
+  config.env = ml_collections.ConfigDict()
+  config.env.DECOUPLE_GCLOUD = 'TRUE'
+  # Where XPK runs it (flags of `xpk workload create`; see launch/xpk.py).
+  config.xpk = ml_collections.ConfigDict()
+  config.xpk.cluster = 'search-agent-v5p'
+  config.xpk.workload = 'sft-' + variant
+  config.xpk.tpu_type = variant if variant != 'tiny' else 'v5p-8'
+  config.xpk.device_type = ''
+  config.xpk.num_slices = 1
+  config.xpk.docker_image = 'gcr.io/search-agent/search-agent:latest'
+  config.xpk.project = ''
+  config.xpk.zone = ''
+  config.xpk.priority = 'medium'
+  # JobSet restarts; SFT resumes from its last orbax checkpoint.
+  config.xpk.max_restarts = 3
+  if variant == 'tiny':
+    config.flags.config = 'tpu_configs/sft.py:tiny'
+    config.flags.workdir = 'runs/sft-tiny'
+    config.env.JAX_PLATFORMS = 'cpu'
+  return config
