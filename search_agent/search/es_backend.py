@@ -217,3 +217,30 @@ class EsBackend:
 
   def close(self) -> None:
     self._client.close()
+
+
+def es_index_config(config) -> EsIndexConfig:
+  """`EsIndexConfig` from the ConfigDict of tpu_configs/search/opensearch.py.
+
+  Args:
+    config: A ConfigDict (or any object) with `cluster`, `index` and `bulk`
+      sections as in that file.
+  """
+  cluster, index, bulk = config.cluster, config.index, config.bulk
+  return EsIndexConfig(
+      cluster=ClusterConfig(
+          flavor=cluster.flavor,
+          hosts=tuple(cluster.hosts),
+          request_timeout_s=cluster.request_timeout_s,
+          client_retries=cluster.client_retries,
+      ),
+      index_prefix=index.prefix,
+      shards=index.shards,
+      replicas=index.replicas,
+      bulk=es_bulk.BulkConfig(
+          actions_per_request=bulk.actions_per_request,
+          max_retries=bulk.max_retries,
+          initial_backoff_s=bulk.initial_backoff_s,
+          max_backoff_s=bulk.max_backoff_s,
+      ),
+  )

@@ -1,0 +1,61 @@
+"""tpu_configs/search/opensearch.py and its conversion to EsIndexConfig."""
+
+import dataclasses
+import importlib.util
+import uuid
+
+import opensearchpy
+import pytest
+
+from search_agent.corpus import twowiki
+from search_agent.search import es_backend
+from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.parser import parse_query
+
+
+def _get_config(repo_root, arg=None):
+  path = repo_root / 'tpu_configs' / 'search' / 'opensearch.py'
+  spec = importlib.util.spec_from_file_location('opensearch_config', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config(arg)
+
+
+def test_default_config_converts_to_the_library_defaults(repo_root):
+  config = _get_config(repo_root)
+  es = es_backend.es_index_config(config)
+  assert es.cluster.hosts == ('http://127.0.0.1:9200',)
+  assert es.index_prefix == 'search-agent-2wiki'
+  assert (es.shards, es.replicas) == (1, 0)
+  assert es.bulk == es_backend.es_bulk.BulkConfig()
+  assert IndexBuildConfig(**config.build) == IndexBuildConfig()
+
+
+def test_unknown_variant_is_an_error(repo_root):
+  with pytest.raises(ValueError, match="unknown variant 'huge'"):
+    _get_config(repo_root, 'huge')
+
+
+@pytest.mark.opensearch
+def test_tiny_config_builds_and_answers(repo_root, opensearch_url):
+  config = _get_config(repo_root, 'tiny')
+  config.cluster.hosts = (opensearch_url,)
+  es = dataclasses.replace(
+      es_backend.es_index_config(config),
+      index_prefix=f'test-tiny-{uuid.uuid4().hex[:8]}',
+  )
+  docs = twowiki.read_2wiki()[:40]
+  try:
+    stats = es_backend.build_es_index(
+        es, docs, IndexBuildConfig(**config.build)
+    )
+    assert stats['documents'] == 40
+    assert stats['requests'] == 1  # 40 docs + passages < 200 actions
+    backend = es_backend.EsBackend(es)
+    (views,) = backend.view_rankings([parse_query(docs[7].title)], 3)
+    assert views['title'][0] == docs[7].doc_id
+    backend.close()
+  finally:
+    opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
+        index=f'{es.index_prefix}-*'
+    )

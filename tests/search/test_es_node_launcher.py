@@ -1,0 +1,80 @@
+"""launch/opensearch.sh: start, idempotent start, status, stop, clear errors.
+
+Starts a second, small node on a free port with its home in tmp_path (the
+jar is the one `launch/run_tests.sh` already built).
+"""
+
+import os
+import socket
+import subprocess
+
+import pytest
+
+pytestmark = [pytest.mark.opensearch, pytest.mark.slow]
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def _run(repo_root, command, **env):
+  return subprocess.run(
+      ['bash', str(repo_root / 'launch' / 'opensearch.sh'), command],
+      env={**os.environ, **env},
+      capture_output=True,
+      text=True,
+      timeout=180,
+      check=False,
+  )
+
+
+def test_start_is_idempotent_and_stop_stops(repo_root, tmp_path):
+  port = str(_free_port())
+  env = dict(
+      OPENSEARCH_PORT=port,
+      OPENSEARCH_HOME=str(tmp_path / 'node'),
+      OPENSEARCH_JAVA_OPTS='-Xms256m -Xmx512m',
+  )
+  try:
+    first = _run(repo_root, 'start', **env)
+    assert first.returncode == 0, first.stderr + first.stdout
+    assert f'http://127.0.0.1:{port}' in first.stdout
+    assert (tmp_path / 'node' / 'node.pid').is_file()
+    again = _run(repo_root, 'start', **env)
+    assert again.returncode == 0
+    assert 'already running' in again.stdout
+    assert _run(repo_root, 'status', **env).returncode == 0
+  finally:
+    stopped = _run(repo_root, 'stop', **env)
+  assert stopped.returncode == 0, stopped.stderr
+  assert 'stopped' in stopped.stdout
+  assert not (tmp_path / 'node' / 'node.pid').exists()
+  assert _run(repo_root, 'status', **env).returncode == 1
+  assert 'not running' in _run(repo_root, 'stop', **env).stdout
+
+
+def test_port_held_by_another_cluster_is_refused(
+    repo_root, tmp_path, opensearch_url
+):
+  port = opensearch_url.rsplit(':', 1)[1]
+  result = _run(
+      repo_root, 'start', OPENSEARCH_PORT=port, OPENSEARCH_HOME=str(tmp_path)
+  )
+  assert result.returncode == 1
+  assert 'already answers as a cluster not started here' in result.stderr
+
+
+def test_bad_java_and_bad_command_fail_clearly(repo_root, tmp_path):
+  result = _run(
+      repo_root,
+      'start',
+      JAVA_HOME=str(tmp_path / 'no-jdk'),
+      OPENSEARCH_HOME=str(tmp_path),
+  )
+  assert result.returncode == 1
+  assert 'install Java 17+ or set JAVA_HOME' in result.stderr
+  result = _run(repo_root, 'restart')
+  assert result.returncode == 1
+  assert 'usage: bash launch/opensearch.sh start|stop|status' in result.stderr
