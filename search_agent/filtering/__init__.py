@@ -1,0 +1,1 @@
+"""Trajectory filters: from raw rollouts to SFT-ready data."""
