@@ -1,0 +1,138 @@
+"""The HTTP search service (FastAPI): batched search and document fetch.
+
+Endpoints (JSON):
+  * `POST /search` `{"queries": [str, ...], "k": int}` →
+    `{"results": [{"query", "hits": [{doc_id, title, url, snippet, score}],
+    "error"}, ...]}` — one result per query, in order; a malformed query gets
+    its parser message in `error` and the rest of the batch is answered.
+  * `POST /documents` `{"doc_ids": [str, ...]}` →
+    `{"documents": [{doc_id, title, url, text, links} | null, ...]}`.
+  * `GET /health` → `{"status": "ok", "num_documents": int}`.
+
+Requests are answered concurrently: handlers are async and the blocking
+engine calls run in a thread pool bounded by `ServiceLimits.threads` (no
+global lock; tantivy searches release the GIL). Bad input gets a 4xx with a
+message: 400 for malformed JSON or fields, 413 for a body or batch over the
+limits. A failing backend is a 503. Nothing the caller sends can cause a 500.
+"""
+
+import dataclasses
+import json
+from typing import Any
+
+import anyio
+import fastapi
+from fastapi import responses
+
+from search_agent.search import client as client_lib
+from search_agent.search.backend import BackendError
+from search_agent.search.engine import SearchEngine
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServiceLimits:
+  """Request limits of the service.
+
+  Attributes:
+    max_body_bytes: Largest request body.
+    max_queries: Most queries in one /search request.
+    max_k: Largest k.
+    max_doc_ids: Most doc_ids in one /documents request.
+    threads: Blocking engine calls running at once (the thread pool size).
+  """
+
+  max_body_bytes: int = 1 << 20
+  max_queries: int = 64
+  max_k: int = 100
+  max_doc_ids: int = 100
+  threads: int = 16
+
+
+class _BadRequest(Exception):
+
+  def __init__(self, status: int, message: str):
+    super().__init__(message)
+    self.status = status
+    self.message = message
+
+
+async def _read_json(request: fastapi.Request, limit: int) -> dict[str, Any]:
+  declared = request.headers.get('content-length', '')
+  if declared.isdigit() and int(declared) > limit:
+    raise _BadRequest(413, f'request body over the limit of {limit} bytes')
+  body = bytearray()
+  async for chunk in request.stream():
+    body.extend(chunk)
+    if len(body) > limit:
+      raise _BadRequest(413, f'request body over the limit of {limit} bytes')
+  try:
+    obj = json.loads(body)
+  except (ValueError, UnicodeDecodeError) as e:
+    raise _BadRequest(400, f'request body is not valid JSON: {e}') from e
+  if not isinstance(obj, dict):
+    raise _BadRequest(400, 'request body must be a JSON object')
+  return obj
+
+
+def _string_list(obj, key: str, limit: int) -> list[str]:
+  value = obj.get(key)
+  if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    raise _BadRequest(400, f'"{key}" must be a list of strings')
+  if not value:
+    raise _BadRequest(400, f'"{key}" must not be empty')
+  if len(value) > limit:
+    raise _BadRequest(
+        413, f'"{key}" has {len(value)} items, over the limit of {limit}'
+    )
+  return value
+
+
+def _check_fields(obj: dict[str, Any], allowed: tuple[str, ...]) -> None:
+  extra = sorted(set(obj) - set(allowed))
+  if extra:
+    raise _BadRequest(400, f'unknown fields {extra}; allowed: {list(allowed)}')
+
+
+def create_app(engine: SearchEngine, limits: ServiceLimits) -> fastapi.FastAPI:
+  """The service app over one engine (the caller owns and closes it)."""
+  app = fastapi.FastAPI(title='search_agent search service')
+  limiter = anyio.CapacityLimiter(limits.threads)
+
+  async def blocking(fn, *args):
+    try:
+      return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
+    except (BackendError, client_lib.SearchServiceError) as e:
+      raise _BadRequest(503, f'search backend failed: {e}') from e
+
+  @app.exception_handler(_BadRequest)
+  async def bad_request(_, exc: _BadRequest):
+    return responses.JSONResponse({'error': exc.message}, exc.status)
+
+  @app.get('/health')
+  async def health():
+    n = await blocking(engine.num_documents)
+    return {'status': 'ok', 'num_documents': n}
+
+  @app.post('/search')
+  async def search(request: fastapi.Request):
+    obj = await _read_json(request, limits.max_body_bytes)
+    _check_fields(obj, ('queries', 'k'))
+    queries = _string_list(obj, 'queries', limits.max_queries)
+    k = obj.get('k', 10)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+      raise _BadRequest(400, f'"k" must be an integer >= 1, got {k!r:.40}')
+    max_k = min(limits.max_k, engine.config.max_k)
+    if k > max_k:
+      raise _BadRequest(413, f'"k" is {k}, over the limit of {max_k}')
+    results = await blocking(client_lib.search_batch, engine, queries, k)
+    return {'results': [r.to_json() for r in results]}
+
+  @app.post('/documents')
+  async def documents(request: fastapi.Request):
+    obj = await _read_json(request, limits.max_body_bytes)
+    _check_fields(obj, ('doc_ids',))
+    doc_ids = _string_list(obj, 'doc_ids', limits.max_doc_ids)
+    docs = await blocking(engine.get_documents, doc_ids)
+    return {'documents': [d.to_json() if d else None for d in docs]}
+
+  return app

@@ -1,0 +1,104 @@
+"""Tests for the async search clients: in process and over HTTP."""
+
+import asyncio
+
+import httpx
+import pytest
+
+from search_agent.agent.trajectory import ToolCall
+from search_agent.corpus import sources
+from search_agent.search import backend
+from search_agent.search import client
+from search_agent.search import service
+from search_agent.search import tantivy_index
+from search_agent.search import tools
+from search_agent.search.tantivy_backend import tantivy_engine
+
+
+@pytest.fixture(scope='module')
+def engine(tmp_path_factory):
+  """The bundled 2Wiki corpus, indexed once for this module (~3 s)."""
+  path = tmp_path_factory.mktemp('wiki') / 'index'
+  docs, _ = sources.read_corpus(sources.CorpusSpec())
+  with tantivy_index.IndexWriter(path, backend.IndexBuildConfig()) as w:
+    w.add_all(docs)
+  e = tantivy_engine(path)
+  yield e
+  e.close()
+
+
+def _http(engine, limits=service.ServiceLimits()):
+  app = service.create_app(engine, limits)
+  return client.HttpSearch(
+      'http://test', transport=httpx.ASGITransport(app=app)
+  )
+
+
+def test_http_and_local_clients_agree(engine):
+  queries = ['Lothair II', 'x site:a.org site:b.org', '"Bishop of Elmham"']
+
+  async def both():
+    local, http = client.LocalSearch(engine), _http(engine)
+    try:
+      return (
+          await local.search(queries, 5),
+          await http.search(queries, 5),
+          await local.get_documents(['Teutberga', 'nope']),
+          await http.get_documents(['Teutberga', 'nope']),
+      )
+    finally:
+      await http.aclose()
+
+  local, remote, local_docs, remote_docs = asyncio.run(both())
+  assert local == remote
+  assert local[0].hits[0].doc_id == 'Lothair_II' and local[0].error is None
+  assert 'site:' in local[1].error and local[1].hits == ()
+  assert [h.doc_id for h in local[2].hits] == ['Theodred_II_(Bishop_of_Elmham)']
+  assert local_docs == remote_docs
+  assert local_docs[0].title == 'Teutberga' and local_docs[1] is None
+
+
+def test_toolbox_gives_the_same_observations_over_http(engine):
+  calls = [
+      ToolCall(name='search', arguments={'query': ['Lothair II', 'Waldrada']}),
+      ToolCall(
+          name='visit', arguments={'ref_id': ['r2', 'r1'], 'goal': 'wife'}
+      ),
+  ]
+
+  async def observations(search):
+    box = tools.Toolbox(search)
+    return [(await box.execute(c)) for c in calls]
+
+  async def remote():
+    http = _http(engine)
+    try:
+      return await observations(http)
+    finally:
+      await http.aclose()
+
+  assert asyncio.run(observations(engine)) == asyncio.run(remote())
+
+
+def test_service_failures_raise_search_service_error(engine):
+  async def over_limit():
+    http = _http(engine, service.ServiceLimits(max_queries=1))
+    try:
+      await http.search(['a', 'b'], 3)
+    finally:
+      await http.aclose()
+
+  with pytest.raises(client.SearchServiceError, match='413'):
+    asyncio.run(over_limit())
+
+  async def unreachable():
+    http = client.HttpSearch('http://127.0.0.1:9', timeout_s=2)
+    try:
+      await http.get_documents(['x'])
+    finally:
+      await http.aclose()
+
+  with pytest.raises(client.SearchServiceError, match='unreachable'):
+    asyncio.run(unreachable())
+  with pytest.raises(TypeError, match='SearchEngine or a search service'):
+    client.as_service(object())

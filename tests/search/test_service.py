@@ -1,0 +1,136 @@
+"""Tests for the HTTP search service over a real tantivy index (httpx)."""
+
+import asyncio
+import json
+import threading
+import time
+
+import httpx
+import pytest
+
+from search_agent.corpus import sources
+from search_agent.search import backend
+from search_agent.search import service
+from search_agent.search import tantivy_index
+from search_agent.search.tantivy_backend import tantivy_engine
+
+LIMITS = service.ServiceLimits(
+    max_body_bytes=4096, max_queries=4, max_k=20, max_doc_ids=3
+)
+
+
+@pytest.fixture(scope='module')
+def engine(tmp_path_factory):
+  """The bundled 2Wiki corpus, indexed once for this module (~3 s)."""
+  path = tmp_path_factory.mktemp('wiki') / 'index'
+  docs, _ = sources.read_corpus(sources.CorpusSpec())
+  with tantivy_index.IndexWriter(path, backend.IndexBuildConfig()) as w:
+    w.add_all(docs)
+  e = tantivy_engine(path)
+  yield e
+  e.close()
+
+
+def _requests(app, *requests):
+  """Sends (method, path, body) requests concurrently; returns responses."""
+
+  async def go():
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport, base_url='http://test'
+    ) as http:
+      return await asyncio.gather(*(
+          http.request(m, p, content=b if isinstance(b, bytes) else None,
+                       json=None if isinstance(b, bytes) else b)
+          for m, p, b in requests
+      ))  # fmt: skip
+
+  return asyncio.run(go())
+
+
+def test_search_and_documents_answer_like_the_engine(engine):
+  app = service.create_app(engine, LIMITS)
+  health, found, docs = _requests(
+      app,
+      ('GET', '/health', None),
+      ('POST', '/search', {'queries': ['Lothair II', 'x "y'], 'k': 3}),
+      ('POST', '/documents', {'doc_ids': ['Teutberga', 'no_such_doc']}),
+  )
+  assert health.json() == {'status': 'ok', 'num_documents': 6119}
+  assert found.status_code == 200
+  ok, bad = found.json()['results']
+  expected = engine.search(['Lothair II'], 3)[0]
+  assert [h['doc_id'] for h in ok['hits']] == [h.doc_id for h in expected]
+  assert ok['hits'][0]['snippet'] == expected[0].snippet
+  assert ok['error'] is None
+  assert bad['hits'] == [] and 'unbalanced' in bad['error']
+  teutberga, missing = docs.json()['documents']
+  assert teutberga['title'] == 'Teutberga' and missing is None
+
+
+@pytest.mark.parametrize(
+    'path,body,status,message',
+    [
+        ('/search', b'{not json', 400, 'not valid JSON'),
+        ('/search', b'\xff\xfe', 400, 'not valid JSON'),
+        ('/search', [1, 2], 400, 'JSON object'),
+        ('/search', {'queries': 'q'}, 400, 'list of strings'),
+        ('/search', {'queries': [None]}, 400, 'list of strings'),
+        ('/search', {'queries': []}, 400, 'must not be empty'),
+        ('/search', {'queries': ['q'], 'k': 0}, 400, 'integer >= 1'),
+        ('/search', {'queries': ['q'], 'k': 'ten'}, 400, 'integer >= 1'),
+        ('/search', {'queries': ['q'], 'k': 21}, 413, 'over the limit'),
+        ('/search', {'queries': ['q'] * 5}, 413, 'over the limit of 4'),
+        ('/search', {'queries': ['q'], 'extra': 1}, 400, 'unknown fields'),
+        ('/search', {'queries': ['q' * 5000]}, 413, 'body over the limit'),
+        ('/documents', {'doc_ids': ['a'] * 4}, 413, 'over the limit of 3'),
+        ('/documents', {}, 400, 'list of strings'),
+    ],
+)
+def test_bad_input_is_a_4xx_with_a_message(engine, path, body, status, message):
+  app = service.create_app(engine, LIMITS)
+  (resp,) = _requests(app, ('POST', path, body))
+  assert resp.status_code == status
+  assert message in resp.json()['error']
+
+
+def test_unknown_routes_and_methods_are_4xx(engine):
+  app = service.create_app(engine, LIMITS)
+  missing, wrong = _requests(
+      app, ('GET', '/nope', None), ('GET', '/search', None)
+  )
+  assert missing.status_code == 404 and wrong.status_code == 405
+
+
+class _Probe:
+  """The real engine, slowed down, counting searches in flight."""
+
+  def __init__(self, engine, delay_s):
+    self._engine, self._delay_s = engine, delay_s
+    self.config = engine.config
+    self.in_flight = self.peak = 0
+    self._lock = threading.Lock()
+
+  def search_or_errors(self, queries, k):
+    with self._lock:
+      self.in_flight += 1
+      self.peak = max(self.peak, self.in_flight)
+    time.sleep(self._delay_s)
+    try:
+      return self._engine.search_or_errors(queries, k)
+    finally:
+      with self._lock:
+        self.in_flight -= 1
+
+
+def test_batches_are_answered_concurrently(engine):
+  probe = _Probe(engine, delay_s=0.2)
+  app = service.create_app(probe, service.ServiceLimits(threads=8))
+  body = {'queries': ['Lothair II'], 'k': 2}
+  start = time.perf_counter()
+  responses = _requests(app, *[('POST', '/search', body)] * 8)
+  elapsed = time.perf_counter() - start
+  assert all(r.status_code == 200 for r in responses)
+  assert probe.peak >= 4
+  assert elapsed < 8 * 0.2 / 2
+  assert json.dumps(responses[0].json())

@@ -1,0 +1,158 @@
+"""Tests for the agent toolbox over a real tantivy index of the 2Wiki corpus."""
+
+import asyncio
+import json
+import re
+import time
+
+import pytest
+
+from search_agent.agent.trajectory import ToolCall
+from search_agent.corpus import sources
+from search_agent.llm.scripted import ScriptedLLM
+from search_agent.search import backend
+from search_agent.search import reranker
+from search_agent.search import tantivy_index
+from search_agent.search import tools
+from search_agent.search.guard import GuardConfig
+from search_agent.search.guard import LeakageGuard
+from search_agent.search.pages import PageConfig
+from search_agent.search.tantivy_backend import tantivy_engine
+
+ALL = ('search', 'visit', 'open', 'find')
+
+
+@pytest.fixture(scope='module')
+def engine(tmp_path_factory):
+  """The bundled 2Wiki corpus, indexed once for this module (~3 s)."""
+  path = tmp_path_factory.mktemp('wiki') / 'index'
+  docs, _ = sources.read_corpus(sources.CorpusSpec())
+  with tantivy_index.IndexWriter(path, backend.IndexBuildConfig()) as w:
+    w.add_all(docs)
+  e = tantivy_engine(path)
+  yield e
+  e.close()
+
+
+def _run(toolbox, name, **arguments):
+  return asyncio.run(toolbox.execute(ToolCall(name=name, arguments=arguments)))
+
+
+def test_search_gives_ranked_results_with_stable_ref_ids(engine):
+  box = tools.Toolbox(engine, config=tools.ToolboxConfig(top_k=3))
+  first = _run(box, 'search', query=['wife of Lothair II', 'Teutberga'])
+  assert first.error is None
+  q1, q2 = first.data['queries']
+  assert [r['ref_id'] for r in q1['results']] == ['r1', 'r2', 'r3']
+  assert q1['results'][0]['title'] == 'Lothair II'
+  assert 'Teutberga' in q1['results'][0]['snippet']
+  by_url = {r['url']: r['ref_id'] for r in q1['results']}
+  for r in q2['results']:  # a document seen before keeps its ref_id
+    assert by_url.get(r['url'], r['ref_id']) == r['ref_id']
+  assert '[r1] Lothair II\nURL: https://en.wikipedia.org/wiki/Lothair_II' in (
+      first.text
+  )
+  assert set(first.urls) == {r['url'] for q in (q1, q2) for r in q['results']}
+  json.dumps(first.data)  # structured results are plain JSON
+  again = _run(box, 'search', query='Lothair II')
+  assert again.data['queries'][0]['results'][0]['ref_id'] == 'r1'
+
+
+def test_malformed_queries_are_error_observations(engine):
+  box = tools.Toolbox(engine)
+  mixed = _run(box, 'search', query=['Teutberga', 'site:a.org site:b.org x'])
+  assert mixed.error is None  # one query answered
+  assert mixed.data['queries'][1]['error'].count('site:') >= 1
+  assert 'Error: query' in mixed.text
+  bad = _run(box, 'search', query=['"unbalanced'])
+  assert 'unbalanced double quote' in bad.error
+  for name, args, msg in [
+      ('browse', {'url': 'x'}, 'unknown tool'),
+      ('open', {'ref_id': 'r1'}, 'unknown tool'),  # not offered by default
+      ('search', {'q': ['x']}, 'missing'),
+      ('visit', {'ref_id': ['r1']}, 'missing'),
+  ]:
+    result = _run(box, name, **args)
+    assert msg in result.error and result.text.startswith('Error:')
+
+
+def test_visit_extracts_evidence_without_a_summarizer(engine):
+  box = tools.Toolbox(engine, config=tools.ToolboxConfig(top_k=2))
+  _run(box, 'search', query=['Lothair II'])
+  result = _run(box, 'visit', ref_id=['r1', 'r7'], goal='whom did he marry')
+  assert result.error is None
+  ok, missing = result.data['documents']
+  assert ok['method'] == 'extractive' and 'Teutberga' in ok['evidence']
+  assert 'unknown ref_id' in missing['error']
+  assert 'extractive, BM25' in result.text and '[r7] Error:' in result.text
+  assert result.urls == ('https://en.wikipedia.org/wiki/Lothair_II',)
+  only_bad = _run(box, 'visit', ref_id='r9', goal='x')
+  assert 'unknown ref_id' in only_bad.error
+
+
+def test_visit_reads_pages_concurrently_with_a_summarizer(engine):
+  def reply(messages):
+    title = re.search(r'Page title: (.*)', messages[0]['content']).group(1)
+    return f'<evidence>from {title}</evidence><summary>about {title}</summary>'
+
+  llm = ScriptedLLM(reply, delay_s=0.3)
+  box = tools.Toolbox(engine, summarizer=llm)
+  found = _run(box, 'search', query=['Lothair II'])
+  refs = [r['ref_id'] for r in found.data['queries'][0]['results'][:4]]
+  start = time.perf_counter()
+  result = _run(box, 'visit', ref_id=refs, goal='family')
+  assert time.perf_counter() - start < 0.3 * 4 * 0.75  # not one by one
+  assert len(llm.calls) == 4
+  for doc in result.data['documents']:
+    assert doc['method'] == 'llm'
+    assert doc['summary'].startswith('about ')
+  assert 'Summary:\nabout Lothair II' in result.text
+
+
+def test_open_pages_and_find_within_opened_documents(engine):
+  config = tools.ToolboxConfig(tools=ALL, pages=PageConfig(page_lines=2))
+  box = tools.Toolbox(engine, config=config)
+  _run(box, 'search', query=['Lothair II'])
+  early = _run(box, 'find', ref_id='r1', pattern='Teutberga')
+  assert 'call open(ref_id="r1") first' in early.error
+  page0 = _run(box, 'open', ref_id='r1')
+  assert page0.error is None and page0.data['reopened'] is False
+  assert page0.data['num_pages'] == 2
+  assert 'open(ref_id="r1", cursor=1)' in page0.text
+  page1 = _run(box, 'open', ref_id='r1', cursor=1)
+  assert page1.data['reopened'] is True and 'L2: the Elder.' in page1.text
+  past = _run(box, 'open', ref_id='r1', cursor=2)
+  assert 'past the end' in past.error
+  found = _run(box, 'find', ref_id='r1', pattern='teutberga')
+  assert found.data['matches'][0]['line'] == 1
+  assert 'L1 (page 0):' in found.text
+  assert _run(box, 'open', ref_id='r99').error.startswith('unknown ref_id')
+
+
+def test_guard_blocks_visit_and_open_of_a_blocked_url(engine):
+  guard = LeakageGuard(GuardConfig(blocked_patterns=('en.wikipedia.org/wiki',)))
+  box = tools.Toolbox(
+      engine, config=tools.ToolboxConfig(tools=ALL), guard=guard
+  )
+  _run(box, 'search', query=['Lothair II'])
+  visited = _run(box, 'visit', ref_id=['r1'], goal='wife')
+  assert 'blocked' in visited.error and visited.urls == ()
+  assert 'blocked' in _run(box, 'open', ref_id='r1').error
+
+
+def test_reranker_reorders_results_and_is_recorded(engine):
+  llm = ScriptedLLM(['2, 1'])
+  config = tools.ToolboxConfig(
+      top_k=2, rerank=reranker.RerankConfig(enabled=True, max_candidates=3)
+  )
+  box = tools.Toolbox(
+      engine, config=config, reranker_llm=llm, context='Who was Waldrada?'
+  )
+  plain = engine.search(['Lothair II'], 3)[0]
+  result = _run(box, 'search', query=['Lothair II'])
+  (q,) = result.data['queries']
+  assert [r['url'] for r in q['results']] == [plain[1].url, plain[0].url]
+  assert q['rerank']['order'] == [1, 0, 2]
+  assert 'Who was Waldrada?' in llm.calls[0][0]['content']
+  with pytest.raises(ValueError, match='reranker_llm'):
+    tools.Toolbox(engine, config=config)
