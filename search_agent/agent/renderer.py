@@ -301,3 +301,69 @@ def stop_token_ids(
 ) -> tuple[int, ...]:
   """Token ids that end a generated assistant turn (for the sampler)."""
   return (tokenizer.token_id(template.turn_end),)
+
+
+_JINJA = """\
+{%- for message in messages -%}
+{%- set role = message.role -%}
+{%- set content = message.content if message.content is string else '' -%}
+{%- set after_tool = not loop.first and messages[loop.index0 - 1].role == 'tool' -%}
+{%- set before_tool = not loop.last and messages[loop.index0 + 1].role == 'tool' -%}
+{%- if role == 'tool' -%}
+{%- if MERGE and after_tool -%}{{- TOOL_JOIN -}}
+{%- else -%}{{- TURN_START + TOOL_ROLE + '\\n' -}}{%- endif -%}
+{{- TOOL_OPEN + content + TOOL_CLOSE -}}
+{%- if not (MERGE and before_tool) -%}{{- TURN_END + SEPARATOR -}}{%- endif -%}
+{%- else -%}
+{{- TURN_START + role + '\\n' -}}
+{%- if role == 'assistant' -%}
+{%- if message.reasoning_content -%}
+{{- THINK_OPEN + message.reasoning_content + THINK_CLOSE -}}
+{%- endif -%}
+{{- content -}}
+{%- if message.tool_calls and CALL_MARKER not in content -%}
+{%- for call in message.tool_calls -%}
+{%- set f = call.function if call.function is defined else call -%}
+{%- if content or not loop.first -%}{{- CALL_JOIN -}}{%- endif -%}
+{{- CALL_OPEN + '{"name": ' + (f.name | tojson) + ', "arguments": ' -}}
+{{- (f.arguments if f.arguments is string else f.arguments | tojson) -}}
+{{- '}' + CALL_CLOSE -}}
+{%- endfor -%}
+{%- endif -%}
+{%- else -%}{{- content -}}{%- endif -%}
+{{- TURN_END + SEPARATOR -}}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- TURN_START + 'assistant\\n' -}}{%- endif -%}
+"""
+
+
+def to_jinja(template: ChatTemplate) -> str:
+  """The template as an HF jinja chat template (tokenizer_config.json).
+
+  Served through an OpenAI-compatible server (vLLM, SGLang), it renders the
+  same text as `render_text` for HF-style messages (`reasoning_content`,
+  `tool_calls`). The server tokenizes that text as one string, which can
+  differ from `render` at a segment boundary (see the module docstring).
+  """
+  values = {
+      'TURN_START': template.turn_start,
+      'TURN_END': template.turn_end,
+      'SEPARATOR': template.turn_separator,
+      'TOOL_ROLE': template.tool_role,
+      'TOOL_OPEN': template.tool_open,
+      'TOOL_CLOSE': template.tool_close,
+      'TOOL_JOIN': template.tool_join,
+      'THINK_OPEN': template.think_open,
+      'THINK_CLOSE': template.think_close,
+      'CALL_MARKER': template.call_open.strip(),
+      'CALL_OPEN': template.call_open,
+      'CALL_CLOSE': template.call_close,
+      'CALL_JOIN': template.call_join,
+  }
+  text = _JINJA.replace(
+      'MERGE', 'true' if template.merge_tool_turns else 'false'
+  )
+  for name, value in values.items():
+    text = text.replace(name, json.dumps(value, ensure_ascii=False))
+  return text

@@ -189,6 +189,7 @@ def train_tiny_tokenizer(
     corpus_docs: Iterable[Any],
     out_path: str | os.PathLike[str],
     vocab_size: int = 4096,
+    chat_template: str | None = None,
 ) -> Tokenizer:
   """Trains a byte-level BPE with the chat-format tokens; saves it.
 
@@ -200,6 +201,8 @@ def train_tiny_tokenizer(
     out_path: Directory to write `tokenizer.json` and `tokenizer_config.json`
       into (created if missing).
     vocab_size: Total number of ids, control and marker tokens included.
+    chat_template: HF jinja chat template to store in tokenizer_config.json
+      (e.g. `agent.renderer.to_jinja(CHATML)`, for OpenAI-compatible servers).
 
   Returns:
     The trained tokenizer.
@@ -239,5 +242,7 @@ def train_tiny_tokenizer(
       'add_bos_token': False,
       'model_max_length': 262_144,
   }
+  if chat_template is not None:
+    config['chat_template'] = chat_template
   (out / CONFIG_FILE).write_text(json.dumps(config, indent=2) + '\n')
   return load_tokenizer(out)

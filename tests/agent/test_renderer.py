@@ -146,6 +146,22 @@ def test_tool_calls_serialized_when_content_lacks_them(tiny):
   )
 
 
+def _hf_messages(msgs):
+  """Turns as HF chat messages (reasoning_content, structured tool_calls)."""
+  out = []
+  for m in msgs:
+    d = {'role': m.role, 'content': m.content}
+    if m.reasoning:
+      d['reasoning_content'] = m.reasoning
+    if m.tool_calls:
+      d['tool_calls'] = [
+          {'function': {'name': c.name, 'arguments': c.arguments}}
+          for c in m.tool_calls
+      ]
+    out.append(d)
+  return out
+
+
 def test_qwen3_template_matches_hf_jinja_token_for_token(qwen3):
   """Our 'qwen3' template == Qwen3's own chat template run by transformers."""
   calls = (
@@ -160,17 +176,7 @@ def test_qwen3_template_matches_hf_jinja_token_for_token(qwen3):
       Turn(role='tool', name='visit', content='Directed by Lee Joon-ik.'),
       Turn(role='assistant', reasoning='Done.', content='Lee Joon-ik.'),
   ]
-  hf_msgs = []
-  for m in msgs:
-    d = {'role': m.role, 'content': m.content}
-    if m.reasoning:
-      d['reasoning_content'] = m.reasoning
-    if m.tool_calls:
-      d['tool_calls'] = [
-          {'function': {'name': c.name, 'arguments': c.arguments}}
-          for c in m.tool_calls
-      ]
-    hf_msgs.append(d)
+  hf_msgs = _hf_messages(msgs)
   hf = transformers.PreTrainedTokenizerFast(
       tokenizer_file=str(
           tokenizer_lib.maxtext_tokenizer_dir() / 'tokenizer.json'
@@ -197,6 +203,37 @@ def test_qwen3_template_matches_hf_jinja_token_for_token(qwen3):
   # Two observations merged into one user turn of two <tool_response> blocks.
   assert want.count('<|im_start|>user') == 2
   assert want.count('<tool_response>') == 2
+  # Our jinja export of the 'qwen3' template agrees with Qwen3's own.
+  hf.chat_template = renderer.to_jinja(renderer.QWEN3)
+  assert hf.apply_chat_template(hf_msgs, tokenize=False) == want
+
+
+@pytest.mark.parametrize('template', TEMPLATES, ids=lambda t: t.name)
+def test_jinja_export_renders_the_same_text(template):
+  """to_jinja(template), run by transformers, == render_text at every prefix."""
+  hf = transformers.PreTrainedTokenizerFast(
+      tokenizer_file=str(GOLDEN / 'tiny_tokenizer' / 'tokenizer.json')
+  )
+  hf.chat_template = renderer.to_jinja(template)
+  structured = dataclasses.replace(
+      MESSAGES[2], content='', tool_calls=MESSAGES[2].tool_calls * 2
+  )
+  for msgs in (MESSAGES, MESSAGES[:2] + (structured,) + MESSAGES[3:]):
+    for k in range(1, len(msgs) + 1):
+      for prompt in (False, True):
+        want = renderer.render_text(
+            msgs[:k], add_generation_prompt=prompt, template=template
+        )
+        got = hf.apply_chat_template(
+            _hf_messages(msgs[:k]),
+            tokenize=False,
+            add_generation_prompt=prompt,
+        )
+        assert got == want, (template.name, k, prompt)
+
+
+def test_tiny_tokenizer_ships_the_chatml_jinja(tiny):
+  assert tiny.chat_template == renderer.to_jinja(renderer.CHATML)
 
 
 def test_spans_cover_the_sequence_in_order(tiny):

@@ -3,9 +3,10 @@
   .venv/bin/python tests/agent/golden/regenerate.py
 
 Writes tiny_tokenizer/ (train_tiny_tokenizer on the bundled 2Wiki corpus,
-vocab 4096) and render_chatml.json / render_qwen3.json (conversation.json
-rendered with it). Review the diff before committing: a change
-means the tokenizer training or the renderer changed behaviour.
+vocab 4096, with the chatml template as its jinja chat template) and
+render_chatml.json / render_qwen3.json (conversation.json rendered with it).
+Review the diff before committing: a change means the tokenizer training or
+the renderer changed behaviour.
 """
 
 import json
@@ -32,7 +33,10 @@ def main() -> None:
   ).messages
   docs = tokenizer_lib.read_2wiki_corpus(CORPUS)
   tok = tokenizer_lib.train_tiny_tokenizer(
-      docs, HERE / 'tiny_tokenizer', vocab_size=4096
+      docs,
+      HERE / 'tiny_tokenizer',
+      vocab_size=4096,
+      chat_template=renderer.to_jinja(renderer.CHATML),
   )
   for template in (renderer.CHATML, renderer.QWEN3):
     rendered = renderer.render(messages, tok, template=template)
