@@ -33,6 +33,9 @@ class PolicyLossConfig:
     clip_low: GRPO variant: ratio clip 1 - clip_low.
     clip_high: GRPO variant: ratio clip 1 + clip_high.
     kl_coef: GRPO variant: weight of the k3 KL to the reference policy.
+    weighting: 'icepop' (the recipe) or 'tis' (Iris: truncated importance
+      sampling, w~ = min(w, tis_cap), for spliced partial-rollout prefixes).
+    tis_cap: Truncation cap of 'tis'.
   """
 
   icepop_low: float = 0.2
@@ -42,6 +45,14 @@ class PolicyLossConfig:
   clip_low: float = 0.2
   clip_high: float = 0.28
   kl_coef: float = 0.001
+  weighting: str = 'icepop'
+  tis_cap: float = 2.0
+
+  def __post_init__(self):
+    if self.weighting not in ('icepop', 'tis'):
+      raise ValueError(
+          f"weighting must be 'icepop' or 'tis', got {self.weighting!r}"
+      )
 
 
 class LossBatch(NamedTuple):
@@ -65,7 +76,7 @@ class LossSums(NamedTuple):
 
   objective: jax.Array  # sum m * sg(A w~) * logp (the loss is -this / tokens)
   tokens: jax.Array  # sum m: eligible tokens (the shared denominator)
-  icepop_zeroed: jax.Array  # eligible tokens whose weight IcePop zeroed
+  icepop_zeroed: jax.Array  # eligible tokens IcePop zeroed (TIS: truncated)
   age_hist: jax.Array  # [age_bins] assistant tokens by age v - v_t
   abs_gap: jax.Array  # sum m |logp_theta - logp_gen|
   gap: jax.Array  # sum m (logp_gen - logp_theta)
@@ -87,6 +98,14 @@ def icepop_weights(
   w = jnp.exp(jax.lax.stop_gradient(logprobs_bt) - gen_logprobs_bt)
   kept = (w >= cfg.icepop_low) & (w <= cfg.icepop_high)
   return jnp.where(kept, w, 0.0), kept
+
+
+def tis_weights(
+    logprobs_bt: jax.Array, gen_logprobs_bt: jax.Array, cfg: PolicyLossConfig
+) -> tuple[jax.Array, jax.Array]:
+  """(min(w, tis_cap), untruncated): truncated IS, no gradient."""
+  w = jnp.exp(jax.lax.stop_gradient(logprobs_bt) - gen_logprobs_bt)
+  return jnp.minimum(w, cfg.tis_cap), w <= cfg.tis_cap
 
 
 def _metrics(logprobs_bt, batch, version, m, kept, cfg):
@@ -123,7 +142,8 @@ def loss_sums(
     cfg: Loss constants.
   """
   m = eligible_mask(batch, version, cfg)
-  w, kept = icepop_weights(logprobs_bt, batch.gen_logprobs_bt, cfg)
+  weights = icepop_weights if cfg.weighting == 'icepop' else tis_weights
+  w, kept = weights(logprobs_bt, batch.gen_logprobs_bt, cfg)
   coef = jax.lax.stop_gradient(batch.advantages_b[:, None] * w)
   objective = jnp.where(m, coef * logprobs_bt, 0.0).sum()
   return LossSums(

@@ -1,0 +1,76 @@
+"""Orbax checkpoints of a train state plus the data iterator's position.
+
+A checkpoint at update `step` holds the state after `step` updates (params,
+optimizer state) and the grain iterator state after the batches those updates
+consumed, so a run killed at any point restarts from the last checkpoint and
+reproduces the uninterrupted run's loss curve. Saves are synchronous: a step
+directory either is complete or is not listed (orbax writes to a temporary
+directory and renames it).
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CheckpointConfig:
+  """When and how many checkpoints to keep.
+
+  Attributes:
+    every: Save after every `every` updates (0 = only at the end).
+    keep: How many recent checkpoints to keep.
+  """
+
+  every: int = 100
+  keep: int = 3
+
+
+class Checkpointer:
+  """Saves and restores {'state': pytree, 'data': json} per update step."""
+
+  def __init__(self, directory: str | os.PathLike[str], cfg: CheckpointConfig):
+    self._cfg = cfg
+    self._manager = ocp.CheckpointManager(
+        os.path.abspath(directory),
+        options=ocp.CheckpointManagerOptions(
+            max_to_keep=cfg.keep, enable_async_checkpointing=False
+        ),
+    )
+
+  def latest_step(self) -> int | None:
+    return self._manager.latest_step()
+
+  def should_save(self, step: int, last_step: int) -> bool:
+    if step == last_step:
+      return True
+    return self._cfg.every > 0 and step % self._cfg.every == 0
+
+  def save(self, step: int, state: Any, data_state: dict[str, Any]) -> None:
+    self._manager.save(
+        step,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardSave(state),
+            data=ocp.args.JsonSave(data_state),
+        ),
+        force=True,
+    )
+    self._manager.wait_until_finished()
+
+  def restore(self, step: int, like: Any) -> tuple[Any, dict[str, Any]]:
+    """Restores `step` into the shapes, dtypes and shardings of `like`."""
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
+    out = self._manager.restore(
+        step,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract),
+            data=ocp.args.JsonRestore(),
+        ),
+    )
+    return out['state'], out['data']
+
+  def close(self) -> None:
+    self._manager.close()

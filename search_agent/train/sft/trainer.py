@@ -1,0 +1,153 @@
+"""The SFT loop: data -> jitted update -> metrics, validation, checkpoints.
+
+Resume: if the workdir holds a checkpoint, training continues from it (train
+state and data-iterator position), so a killed run re-launched with the same
+config reproduces the uninterrupted loss curve.
+"""
+
+import dataclasses
+import os
+import time
+from typing import Callable
+
+from absl import logging
+import jax
+import numpy as np
+
+from search_agent.model import config as model_config_lib
+from search_agent.model import maxtext_model
+from search_agent.model import mesh as mesh_lib
+from search_agent.model import tokenizer as tokenizer_lib
+from search_agent.train import checkpoint as checkpoint_lib
+from search_agent.train import data as data_lib
+from search_agent.train import optim
+from search_agent.train import schedule as schedule_lib
+from search_agent.train.sft import metrics as metrics_lib
+from search_agent.train.sft import step as step_lib
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SFTConfig:
+  """Everything an SFT run needs.
+
+  Attributes:
+    model: The model to build.
+    layout: Its parallel layout.
+    optimizer: Optimizer settings.
+    schedule: Learning-rate schedule.
+    data: Data pipeline settings.
+    checkpoint: Checkpoint cadence.
+    tokenizer_path: tokenizer.json (file or directory).
+    chat_template: Renderer template name ('chatml', 'qwen3').
+    context_policy: Context policy applied when preparing sequences
+      ('sliding_window' as in the recipe, or 'none').
+    keep_last_n_observations: Sliding-window size (tool observations kept).
+    total_updates: Optimizer updates to run (the recipe: 507).
+    eval_every: Validation NLL every this many updates (0 = only at the end).
+  """
+
+  model: model_config_lib.ModelConfig
+  layout: mesh_lib.Parallelism
+  optimizer: optim.OptimizerConfig
+  schedule: schedule_lib.ScheduleConfig
+  data: data_lib.DataConfig
+  checkpoint: checkpoint_lib.CheckpointConfig
+  tokenizer_path: str
+  chat_template: str = 'chatml'
+  context_policy: str = 'sliding_window'
+  keep_last_n_observations: int = 5
+  total_updates: int
+  eval_every: int = 0
+
+
+class _Run:
+  """The pieces of one run, built once."""
+
+  def __init__(self, cfg: SFTConfig):
+    tok = tokenizer_lib.load_tokenizer(cfg.tokenizer_path)
+    if tok.vocab_size > cfg.model.vocab_size:
+      raise model_config_lib.ModelConfigError(
+          f'tokenizer has {tok.vocab_size} ids but the model vocab_size is'
+          f' {cfg.model.vocab_size}; raise model.vocab_size'
+      )
+    self.render = data_lib.make_render_fn(
+        tok,
+        cfg.context_policy,
+        cfg.keep_last_n_observations,
+        cfg.chat_template,
+    )
+    self.model = maxtext_model.build(cfg.model, cfg.layout)
+    self.tx = optim.make_optimizer(
+        cfg.optimizer,
+        schedule_lib.make_schedule(cfg.schedule),
+        self.model.params,
+        self.model.logical_axes,
+    )
+    self.step = step_lib.make_train_step(
+        self.model, self.tx, cfg.model.load_balance_loss_weight
+    )
+    self.eval_step = step_lib.make_eval_step(self.model)
+    self.sharding = step_lib.batch_sharding(self.model)
+
+
+def validation_nll(run: _Run, params, cfg: SFTConfig) -> float:
+  """Token-mean NLL over the whole validation file."""
+  nll, count = 0.0, 0.0
+  for batch in data_lib.validation_batches(
+      cfg.data.val_path, run.render, cfg.data
+  ):
+    n, c = run.eval_step(params, jax.device_put(batch, run.sharding))
+    nll, count = nll + float(n), count + float(c)
+  return nll / max(count, 1.0)
+
+
+def train(
+    cfg: SFTConfig,
+    workdir: str,
+    on_update: Callable[[int, dict], None] | None = None,
+) -> dict:
+  """Runs (or resumes) SFT in `workdir`; returns the final state dict."""
+  run = _Run(cfg)
+  ckpt = checkpoint_lib.Checkpointer(
+      os.path.join(workdir, 'checkpoints'), cfg.checkpoint
+  )
+  writer = metrics_lib.MetricsWriter(workdir, cfg.total_updates)
+  state = {
+      'params': run.model.params,
+      'opt_state': step_lib.init_opt_state(
+          run.model, run.tx, run.model.params
+      ),
+  }
+  it = iter(data_lib.update_dataset(cfg.data.train_path, run.render, cfg.data))
+  start = ckpt.latest_step() or 0
+  if start:
+    state, data_state = ckpt.restore(start, state)
+    it.set_state(data_state)
+    logging.info('resumed from update %d', start)
+  for step in range(start + 1, cfg.total_updates + 1):
+    try:
+      batch = next(it)
+    except StopIteration:
+      logging.warning('data exhausted after %d updates', step - 1)
+      break
+    t0 = time.perf_counter()
+    params, opt_state, m = run.step(
+        state['params'], state['opt_state'], jax.device_put(batch, run.sharding)
+    )
+    m = jax.device_get(m)
+    state = {'params': params, 'opt_state': opt_state}
+    dt = time.perf_counter() - t0
+    m.update(step_time_s=dt, tokens_per_s=float(np.sum(batch['segment_ids'] > 0)) / dt)
+    writer.write(step, 'train', m)
+    if cfg.data.val_path and (
+        step == cfg.total_updates
+        or (cfg.eval_every and step % cfg.eval_every == 0)
+    ):
+      writer.write(step, 'val', {'nll': validation_nll(run, params, cfg)})
+    if ckpt.should_save(step, cfg.total_updates):
+      ckpt.save(step, state, it.get_state())
+    if on_update is not None:
+      on_update(step, m)
+  ckpt.close()
+  writer.close()
+  return state
