@@ -1,7 +1,6 @@
 """Tests for the correctness gate and the answer judges."""
 
 import asyncio
-import dataclasses
 
 import pytest
 

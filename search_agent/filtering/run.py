@@ -1,0 +1,102 @@
+r"""Filters trajectories into SFT data (or calibrates, or induces a rubric).
+
+  python -m search_agent.filtering.run \
+      --config=tpu_configs/filtering.py:tiny --workdir=/tmp/filtering \
+      [--config.input_path=ROLLOUTS.jsonl] [--config.mode=calibrate]
+
+Writes filtered.jsonl, decisions.jsonl, report.json and report.md to
+--workdir (see search_agent/filtering/jobs.py for the other modes).
+"""
+
+import asyncio
+
+from absl import app
+from absl import flags
+from absl import logging
+import ml_collections
+from ml_collections import config_flags
+
+from search_agent.filtering import degeneration
+from search_agent.filtering import jobs
+from search_agent.filtering import pipeline
+from search_agent.filtering import turn_mask
+from search_agent.llm import openai_client
+from search_agent.llm import protocol
+
+_CONFIG = config_flags.DEFINE_config_file(
+    'config', None, 'Filtering config file.', lock_config=True
+)
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
+
+
+def job_from_config(c: ml_collections.ConfigDict) -> jobs.FilterJob:
+  """ConfigDict -> FilterJob (frozen dataclasses from here on)."""
+  mask = turn_mask.TurnMaskConfig(
+      **{k: v for k, v in c.turn_mask.items() if k != 'enabled'}
+  )
+  return jobs.FilterJob(
+      mode=c.mode,
+      input_path=c.input_path,
+      input_format=c.input_format,
+      tasks_path=c.tasks_path,
+      known_tools=tuple(c.known_tools),
+      judge=c.judge,
+      pipeline=pipeline.PipelineConfig(
+          rollouts_per_task=c.rollouts_per_task,
+          judge_concurrency=c.judge_concurrency,
+          degeneration=degeneration.DegenerationConfig(**c.degeneration),
+          min_tool_turns=c.min_tool_turns,
+          dedup=c.dedup,
+          turn_mask=mask if c.turn_mask.enabled else None,
+      ),
+      examples_per_reason=c.examples_per_reason,
+      loop_periods=tuple(c.loop_periods),
+      loop_lengths=tuple(c.loop_lengths),
+      seed=c.seed,
+      rubric_samples=c.rubric_samples,
+      rubric_turn_mask=mask,
+  )
+
+
+def llm_from_config(c: ml_collections.ConfigDict) -> protocol.LLM | None:
+  """The judge endpoint, or None when no base_url is configured."""
+  if not c.base_url:
+    return None
+  return openai_client.OpenAIClient(
+      openai_client.OpenAIConfig(
+          base_url=c.base_url,
+          model=c.model,
+          api_key_env=c.api_key_env,
+          timeout_s=c.timeout_s,
+          max_concurrency=c.max_concurrency,
+      )
+  )
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  job = job_from_config(_CONFIG.value)
+  llm = llm_from_config(_CONFIG.value.llm)
+  if job.mode == 'calibrate':
+    result = jobs.run_calibration(job, _WORKDIR.value)
+    logging.info('calibration: %s', result['choice'])
+  elif job.mode == 'induce_rubric':
+    if llm is None:
+      raise app.UsageError('induce_rubric needs --config.llm.base_url')
+    asyncio.run(jobs.run_rubric_induction(job, _WORKDIR.value, llm))
+  else:
+    judge_llm = llm if job.judge == 'llm' else None
+    turn_llm = llm if job.pipeline.turn_mask is not None else None
+    rep = asyncio.run(
+        jobs.run_filter(
+            job, _WORKDIR.value, judge_llm=judge_llm, turn_llm=turn_llm
+        )
+    )
+    logging.info('kept %d trajectories', rep['output']['trajectories'])
+  print(f'wrote results to {_WORKDIR.value}')
+
+
+if __name__ == '__main__':
+  flags.mark_flags_as_required(['config', 'workdir'])
+  app.run(main)

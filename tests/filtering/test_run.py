@@ -1,0 +1,125 @@
+"""Pulse tests of `python -m search_agent.filtering.run` and its jobs."""
+
+import asyncio
+import collections
+import json
+import subprocess
+import sys
+
+import pytest
+
+from search_agent.agent import trajectory as T
+from search_agent.filtering import jobs
+from search_agent.filtering import run as run_lib
+from search_agent.llm import scripted
+from tpu_configs import filtering as filtering_config
+
+
+def run_binary(repo_root, workdir, *overrides):
+  cmd = [
+      sys.executable,
+      '-m',
+      'search_agent.filtering.run',
+      '--config=tpu_configs/filtering.py:tiny',
+      f'--workdir={workdir}',
+      *overrides,
+  ]
+  done = subprocess.run(
+      cmd, cwd=repo_root, capture_output=True, text=True, timeout=120
+  )
+  assert done.returncode == 0, done.stderr[-2000:]
+  return done
+
+
+def test_pulse_filter_then_calibrate(repo_root, tmp_path):
+  out = tmp_path / 'work'
+  run_binary(repo_root, out)
+  kept = list(T.iter_jsonl(out / 'filtered.jsonl'))
+  report = json.loads((out / 'report.json').read_text())
+  decisions = [json.loads(l) for l in open(out / 'decisions.jsonl')]
+  assert report['input']['lines'] == 20
+  # Every input trajectory ends in exactly one place.
+  assert len(decisions) == 20
+  assert len({d['traj_id'] for d in decisions}) == 20
+  assert sum(d['outcome'] == 'kept' for d in decisions) == len(kept)
+  assert report['output']['trajectories'] == len(kept)
+  stages = report['stages']
+  for a, b in zip(stages, stages[1:]):
+    assert b['in'] == a['kept']
+  assert [s['name'] for s in stages] == [
+      'rollout_cap',
+      'correctness',
+      'degeneration',
+      'min_tool_turns',
+      'dedup',
+      'failed_turns',
+  ]
+  # Measured on the 20 bundled trajectories: 9 fail the 'contains' judge;
+  # the most repetitive one (a ruminating 'Wait, ...' spiral, ratio 3.32)
+  # stays under the calibrated 3.34.
+  assert stages[1]['reasons'] == {'incorrect': 9}
+  assert len(kept) == 11
+  md = (out / 'report.md').read_text()
+  assert '| correctness | 20 | 11 | 9 | 0 | incorrect: 9 |' in md
+  run_binary(
+      repo_root,
+      out,
+      '--config.mode=calibrate',
+      '--config.loop_periods=(30,500)',
+      '--config.loop_lengths=(4096,)',
+  )
+  cal = json.loads((out / 'calibration.json').read_text())
+  assert cal['n_trajectories'] == 20
+  assert cal['choice']['false_positive_rate'] == 0.0
+  assert 'Chosen threshold' in (out / 'calibration.md').read_text()
+
+
+@pytest.mark.parametrize('variant', ['tiny', 'recipe', 'iris'])
+def test_configs_convert(variant):
+  c = filtering_config.get_config(variant)
+  c.input_path = c.input_path or 'x.jsonl'
+  job = run_lib.job_from_config(c)
+  assert (job.pipeline.turn_mask is not None) == (variant == 'iris')
+  assert job.pipeline.rollouts_per_task == (3 if variant == 'recipe' else 0)
+  if variant == 'recipe':
+    assert job.pipeline.degeneration.max_ratio == 0
+    assert job.pipeline.degeneration.check_unterminated
+  assert run_lib.llm_from_config(c.llm) is None
+
+
+def test_iris_job_with_scripted_judges(repo_root, tmp_path):
+  """Harness test: the LLM answer judge and turn judge wired through a run."""
+  c = filtering_config.get_config('iris')
+  c.input_path = str(
+      repo_root / 'tests' / 'filtering' / 'data' / 'webdancer_20.jsonl'
+  )
+  c.min_tool_turns = 1
+  c.turn_mask.max_masked_fraction = 0.5
+  job = run_lib.job_from_config(c)
+  calls = collections.Counter()
+
+  def respond(messages):
+    prompt = messages[-1]['content']
+    if 'JUDGE THIS TURN' in prompt:
+      calls['turn'] += 1
+      return '{"label": "mask", "reason": "item 2"}'
+    calls['answer'] += 1
+    return '{"correct": true}'
+
+  llm = scripted.ScriptedLLM(respond)
+  rep = asyncio.run(jobs.run_filter(job, tmp_path, judge_llm=llm, turn_llm=llm))
+  by_name = {s['name']: s for s in rep['stages']}
+  assert by_name['correctness']['kept'] == 20
+  assert by_name['degeneration']['kept'] == 20
+  # Every label is 'mask'. 19 trajectories have 2 assistant turns (1 judged,
+  # cap 2 x 0.5 = 1); one has 3 (2 judged, cap floor(1.5) = 1, 1 capped).
+  stats = by_name['turn_mask']['stats']
+  assert stats['turns_judged'] == 21
+  assert stats['turns_masked'] == 20
+  assert stats['mask_labels_over_cap'] == 1
+  kept = list(T.iter_jsonl(tmp_path / 'filtered.jsonl'))
+  assert all(
+      [m.loss for m in t.messages if m.role == 'assistant'][0] is False
+      for t in kept
+  )
+  assert calls['turn'] == by_name['turn_mask']['stats']['turns_judged']
