@@ -1,0 +1,96 @@
+"""The HTTP search service: `python -m index.serve`.
+
+Usage: --config=tpu_configs/search/serve.py --workdir=DIR serves the tantivy
+index in config.index_dir (default DIR/index, as index.build writes it);
+...serve.py:tiny builds the first 500 bundled 2Wiki documents into
+DIR/index when no index is there and serves them (tests, a quick look).
+--config.backend=opensearch serves indices built on a cluster instead
+(sections as tpu_configs/search/opensearch.py).
+"""
+
+import ml_collections
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+  """Returns the serve config; arg 'tiny' builds a small index if missing."""
+  c = ml_collections.ConfigDict()
+  c.backend = 'tantivy'  # 'tantivy' (embedded) or 'opensearch'
+  c.index_dir = ''  # '' = <workdir>/index
+  c.backend_threads = 2  # tantivy threads per batch of queries
+  # Build the index from `corpus` when index_dir holds none (tiny only:
+  # a real index is built once with index.build, not at serve time).
+  c.build_if_missing = False
+  c.corpus = ml_collections.ConfigDict(
+      dict(kind='2wiki', path='', max_docs=0, derive_links=True)
+  )
+  c.build = ml_collections.ConfigDict(
+      dict(
+          passage_window_words=128,
+          passage_stride_words=96,
+          remove_stopwords=True,
+          stem=True,
+      )
+  )
+  c.host = '127.0.0.1'
+  c.port = 8080
+  c.log_level = 'warning'
+  # Fusion and snippets (engine.EngineConfig; seed: RRF k=5, weights 1.0
+  # doc, 0.75 passage, 0.75 title; 64-word windows, 48-word snippets).
+  c.engine = ml_collections.ConfigDict(
+      dict(
+          rrf_k=5.0,
+          weights=ml_collections.ConfigDict(
+              dict(doc=1.0, passage=0.75, title=0.75)
+          ),
+          depth_factor=5,
+          min_depth=20,
+          max_k=100,
+          max_query_chars=1024,
+          snippet_window_words=64,
+          snippet_max_words=48,
+      )
+  )
+  # Leakage guard (Iris): results from these host/path prefixes are dropped.
+  c.blocked_patterns = (
+      'huggingface.co/datasets',
+      'huggingface.co/spaces',
+      'hf.co/datasets',
+      'hf.co/spaces',
+  )
+  # Request limits (service.ServiceLimits).
+  c.limits = ml_collections.ConfigDict(
+      dict(
+          max_body_bytes=1 << 20,
+          max_queries=64,
+          max_k=100,
+          max_doc_ids=100,
+          threads=16,  # engine calls in flight at once
+      )
+  )
+  # backend='opensearch': the cluster and indices (see opensearch.py).
+  c.opensearch = ml_collections.ConfigDict(
+      dict(
+          cluster=dict(
+              flavor='opensearch',
+              hosts=('http://127.0.0.1:9200',),
+              request_timeout_s=30.0,
+              client_retries=1,
+          ),
+          index=dict(prefix='search-agent-2wiki', shards=1, replicas=0),
+          bulk=dict(
+              actions_per_request=1000,
+              max_retries=8,
+              initial_backoff_s=0.5,
+              max_backoff_s=30.0,
+          ),
+      )
+  )
+  if arg == 'tiny':
+    c.build_if_missing = True
+    c.corpus.max_docs = 500
+    c.build.passage_window_words = 64
+    c.build.passage_stride_words = 48
+    c.limits.threads = 4
+  elif arg:
+    raise ValueError(f"unknown variant {arg!r}; use '' or 'tiny'")
+  return c
