@@ -60,7 +60,7 @@ build() {
   need mvn "install Maven 3.8+ (Debian: apt-get install maven)"
   local mlog=$src/target/mvn-build.log t0=$SECONDS
   mkdir -p "$src/target"
-  say "building the launcher jar with Maven (first time: downloads ~50 MB)"
+  say "building the launcher jar with Maven (a first build downloads ~85 MB)"
   # Offline first (everything cached in ~/.m2), then Maven Central.
   if ! mvn -o -B -q -f "$src/pom.xml" package >"$mlog" 2>&1; then
     if ! mvn -B -ntp -f "$src/pom.xml" package >"$mlog" 2>&1; then

@@ -36,6 +36,8 @@ class EsIndexConfig:
       rankings match the embedded backend exactly only with 1 shard.
     replicas: Replicas per index (0 on a single node, so it is green).
     bulk: Bulk loading (chunk size, retries).
+    queries_per_msearch: Queries per `_msearch` request (each runs three
+      searches, one per view); larger batches are split.
   """
 
   cluster: ClusterConfig = ClusterConfig()
@@ -43,6 +45,14 @@ class EsIndexConfig:
   shards: int = 1
   replicas: int = 0
   bulk: es_bulk.BulkConfig = es_bulk.BulkConfig()
+  queries_per_msearch: int = 64
+
+  def __post_init__(self):
+    if self.shards < 1 or self.replicas < 0 or self.queries_per_msearch < 1:
+      raise ValueError(
+          'need shards >= 1, replicas >= 0 and queries_per_msearch >= 1, got'
+          f' {self.shards}, {self.replicas}, {self.queries_per_msearch}'
+      )
 
 
 def _actions(docs: Iterable[Document], build: IndexBuildConfig, names, seen):
@@ -139,6 +149,7 @@ class EsBackend:
 
   def __init__(self, config: EsIndexConfig):
     self._client = SearchClient(config.cluster)
+    self._batch = config.queries_per_msearch
     self._names = es_bodies.index_names(config.index_prefix)
     try:
       self._check_indices(config)
@@ -170,11 +181,20 @@ class EsBackend:
   def view_rankings(
       self, queries: Sequence[ParsedQuery], k: int
   ) -> list[dict[str, list[str]]]:
-    """Per query, per view, up to k doc_ids best first (one `_msearch`)."""
-    if not queries:
-      return []
+    """Per query, per view, up to k doc_ids best first (see SearchBackend).
+
+    One `_msearch` per `queries_per_msearch` queries.
+    """
     if k < 1:
       raise ValueError(f'k must be >= 1, got {k}')
+    out = []
+    for start in range(0, len(queries), self._batch):
+      out += self._msearch(queries[start : start + self._batch], k)
+    return out
+
+  def _msearch(
+      self, queries: Sequence[ParsedQuery], k: int
+  ) -> list[dict[str, list[str]]]:
     body = es_bodies.msearch_body(queries, k, self._names)
     response = self._client.call('msearch', self._client.raw.msearch, body=body)
     answers = iter(response['responses'])
@@ -223,8 +243,8 @@ def es_index_config(config) -> EsIndexConfig:
   """`EsIndexConfig` from the ConfigDict of tpu_configs/search/opensearch.py.
 
   Args:
-    config: A ConfigDict (or any object) with `cluster`, `index` and `bulk`
-      sections as in that file.
+    config: A ConfigDict (or any object) with `cluster`, `index`, `bulk` and
+      `search` sections as in that file.
   """
   cluster, index, bulk = config.cluster, config.index, config.bulk
   return EsIndexConfig(
@@ -237,6 +257,7 @@ def es_index_config(config) -> EsIndexConfig:
       index_prefix=index.prefix,
       shards=index.shards,
       replicas=index.replicas,
+      queries_per_msearch=config.search.queries_per_msearch,
       bulk=es_bulk.BulkConfig(
           actions_per_request=bulk.actions_per_request,
           max_retries=bulk.max_retries,

@@ -150,15 +150,25 @@ def bulk_load(
   """
   stats = BulkStats()
   chunk: list[Action] = []
+  t0 = time.monotonic()
+
+  def send():
+    send_with_retries(client, chunk, config, stats, sleep)
+    if stats.requests % 20 == 1:
+      logging.info(
+          'bulk: %d actions indexed (%.0f/s), %d retried',
+          stats.indexed,
+          stats.indexed / max(time.monotonic() - t0, 1e-9),
+          stats.retried,
+      )
+    if progress:
+      progress(stats)
+
   for action in actions:
     chunk.append(action)
     if len(chunk) >= config.actions_per_request:
-      send_with_retries(client, chunk, config, stats, sleep)
+      send()
       chunk = []
-      if progress:
-        progress(stats)
   if chunk:
-    send_with_retries(client, chunk, config, stats, sleep)
-    if progress:
-      progress(stats)
+    send()
   return stats

@@ -5,6 +5,7 @@ answers are known: phrase order, site: with subdomains and look-alike hosts,
 a long document split into many passages.
 """
 
+import dataclasses
 import json
 import uuid
 
@@ -133,6 +134,23 @@ def test_batch_matches_single_queries_and_k_caps(backend):
   assert batch == [_rank(backend, t, 5) for t in texts]
   assert all(len(v) <= 5 for views in batch for v in views.values())
   assert len(batch[0]['doc']) == 5
+
+
+def test_large_batches_are_split_into_several_msearch(config, backend):
+  small = es_backend.EsBackend(
+      dataclasses.replace(config, queries_per_msearch=2)
+  )
+  try:
+    queries = [parse_query(t) for t in ['qwerty', 'valley', 'film', 'x y']]
+    assert small.view_rankings(queries, 4) == backend.view_rankings(queries, 4)
+  finally:
+    small.close()
+  with pytest.raises(ValueError, match='queries_per_msearch >= 1'):
+    dataclasses.replace(config, queries_per_msearch=0)
+
+
+def test_stopword_only_phrase_constrains_nothing(backend):
+  assert _rank(backend, '"of the" qwerty') == _rank(backend, 'qwerty')
 
 
 def test_stemming_and_stopwords(backend):
