@@ -34,74 +34,24 @@ separator, and system/user/tool tokens never do.
 """
 
 import dataclasses
-import json
 from typing import Sequence
 
+from search_agent.agent import chat_template
 from search_agent.agent import trajectory
 from search_agent.model import tokenizer as tokenizer_lib
+
+# Re-exported, so that callers need only this module.
+ChatTemplate = chat_template.ChatTemplate
+CHATML = chat_template.CHATML
+QWEN3 = chat_template.QWEN3
+TEMPLATES = chat_template.TEMPLATES
+get_template = chat_template.get_template
+assistant_body = chat_template.assistant_body
+to_jinja = chat_template.to_jinja
 
 
 class RenderError(ValueError):
   """Messages cannot be rendered (unknown role, empty conversation...)."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ChatTemplate:
-  """How messages become text segments (see the module docstring).
-
-  Attributes:
-    name: Registry name, recorded in manifests.
-    turn_start: Opens a turn; must be a single token.
-    turn_end: Closes a turn (the assistant's stop token); a single token.
-    turn_separator: Text after `turn_end`.
-    tool_role: Role name written for tool observations.
-    tool_open: Text before each observation in a tool turn.
-    tool_close: Text after each observation.
-    merge_tool_turns: Consecutive tool messages share one turn.
-    tool_join: Text between merged observations.
-    think_open: Text before the reasoning.
-    think_close: Text after the reasoning.
-    call_open: Opens a serialized tool call (also the marker that tells
-      whether content already holds its calls).
-    call_close: Closes a serialized tool call.
-    call_join: Text between serialized calls, and between content and calls.
-  """
-
-  name: str
-  turn_start: str = '<|im_start|>'
-  turn_end: str = '<|im_end|>'
-  turn_separator: str = '\n'
-  tool_role: str = 'tool'
-  tool_open: str = ''
-  tool_close: str = ''
-  merge_tool_turns: bool = False
-  tool_join: str = '\n'
-  think_open: str = '<think>\n'
-  think_close: str = '\n</think>\n'
-  call_open: str = '<tool_call>\n'
-  call_close: str = '\n</tool_call>'
-  call_join: str = '\n'
-
-
-CHATML = ChatTemplate(name='chatml')
-QWEN3 = ChatTemplate(
-    name='qwen3',
-    tool_role='user',
-    tool_open='<tool_response>\n',
-    tool_close='\n</tool_response>',
-    merge_tool_turns=True,
-    think_close='\n</think>\n\n',
-)
-TEMPLATES = {t.name: t for t in (CHATML, QWEN3)}
-
-
-def get_template(name: str) -> ChatTemplate:
-  """Looks up a template by name ('chatml' or 'qwen3')."""
-  if name not in TEMPLATES:
-    raise RenderError(
-        f'unknown chat template {name!r}; choose one of {sorted(TEMPLATES)}'
-    )
-  return TEMPLATES[name]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -141,30 +91,8 @@ class RenderedSequence:
     return sum(self.loss_mask)
 
 
-def assistant_body(turn: trajectory.Turn, template: ChatTemplate) -> str:
-  """The text of an assistant turn between its header and `turn_end`."""
-  body = ''
-  if turn.reasoning:
-    body = template.think_open + turn.reasoning + template.think_close
-  body += turn.content
-  marker = template.call_open.strip()
-  if turn.tool_calls and marker not in turn.content:
-    calls = [
-        template.call_open
-        + json.dumps(
-            {'name': c.name, 'arguments': c.arguments}, ensure_ascii=False
-        )
-        + template.call_close
-        for c in turn.tool_calls
-    ]
-    body += (
-        template.call_join if turn.content else ''
-    ) + template.call_join.join(calls)
-  return body
-
-
 def _group(
-    messages: Sequence[trajectory.Turn], template: ChatTemplate
+    messages: Sequence[trajectory.Turn], template: chat_template.ChatTemplate
 ) -> list[list[int]]:
   """Message indices grouped into turns (merged tool runs share one)."""
   groups: list[list[int]] = []
@@ -198,7 +126,7 @@ class _Segment:
 
 def _segments(
     messages: Sequence[trajectory.Turn],
-    template: ChatTemplate,
+    template: chat_template.ChatTemplate,
     add_generation_prompt: bool,
 ) -> list[_Segment]:
   """The rendering as segments, each encoded on its own."""
@@ -212,7 +140,9 @@ def _segments(
       m = messages[i]
       if m.role == 'assistant':
         loss = int(m.trainable)
-        out.append(_Segment(assistant_body(m, template), False, loss, i))
+        out.append(
+            _Segment(chat_template.assistant_body(m, template), False, loss, i)
+        )
         out.append(_Segment(template.turn_end, True, loss, i))
       else:
         body = m.content
@@ -234,7 +164,7 @@ def render(
     tokenizer: tokenizer_lib.Tokenizer,
     *,
     add_generation_prompt: bool = False,
-    template: ChatTemplate = CHATML,
+    template: chat_template.ChatTemplate = chat_template.CHATML,
 ) -> RenderedSequence:
   """Renders messages to token ids and a loss mask (see module docstring).
 
@@ -279,7 +209,7 @@ def render_text(
     messages: Sequence[trajectory.Turn],
     *,
     add_generation_prompt: bool = False,
-    template: ChatTemplate = CHATML,
+    template: chat_template.ChatTemplate = chat_template.CHATML,
 ) -> str:
   """The rendered conversation as text (what `render` tokenizes)."""
   return ''.join(
@@ -288,7 +218,8 @@ def render_text(
 
 
 def generation_prompt(
-    tokenizer: tokenizer_lib.Tokenizer, template: ChatTemplate = CHATML
+    tokenizer: tokenizer_lib.Tokenizer,
+    template: chat_template.ChatTemplate = chat_template.CHATML,
 ) -> list[int]:
   """The assistant header that prompts the model to generate a turn."""
   return [tokenizer.token_id(template.turn_start)] + tokenizer.encode(
@@ -297,73 +228,8 @@ def generation_prompt(
 
 
 def stop_token_ids(
-    tokenizer: tokenizer_lib.Tokenizer, template: ChatTemplate = CHATML
+    tokenizer: tokenizer_lib.Tokenizer,
+    template: chat_template.ChatTemplate = chat_template.CHATML,
 ) -> tuple[int, ...]:
   """Token ids that end a generated assistant turn (for the sampler)."""
   return (tokenizer.token_id(template.turn_end),)
-
-
-_JINJA = """\
-{%- for message in messages -%}
-{%- set role = message.role -%}
-{%- set content = message.content if message.content is string else '' -%}
-{%- set after_tool = not loop.first and messages[loop.index0 - 1].role == 'tool' -%}
-{%- set before_tool = not loop.last and messages[loop.index0 + 1].role == 'tool' -%}
-{%- if role == 'tool' -%}
-{%- if MERGE and after_tool -%}{{- TOOL_JOIN -}}
-{%- else -%}{{- TURN_START + TOOL_ROLE + '\\n' -}}{%- endif -%}
-{{- TOOL_OPEN + content + TOOL_CLOSE -}}
-{%- if not (MERGE and before_tool) -%}{{- TURN_END + SEPARATOR -}}{%- endif -%}
-{%- else -%}
-{{- TURN_START + role + '\\n' -}}
-{%- if role == 'assistant' -%}
-{%- if message.reasoning_content -%}
-{{- THINK_OPEN + message.reasoning_content + THINK_CLOSE -}}
-{%- endif -%}
-{{- content -}}
-{%- if message.tool_calls and CALL_MARKER not in content -%}
-{%- for call in message.tool_calls -%}
-{%- set f = call.function if call.function is defined else call -%}
-{%- if content or not loop.first -%}{{- CALL_JOIN -}}{%- endif -%}
-{{- CALL_OPEN + '{"name": ' + (f.name | tojson) + ', "arguments": ' -}}
-{{- (f.arguments if f.arguments is string else f.arguments | tojson) -}}
-{{- '}' + CALL_CLOSE -}}
-{%- endfor -%}
-{%- endif -%}
-{%- else -%}{{- content -}}{%- endif -%}
-{{- TURN_END + SEPARATOR -}}
-{%- endif -%}
-{%- endfor -%}
-{%- if add_generation_prompt -%}{{- TURN_START + 'assistant\\n' -}}{%- endif -%}
-"""
-
-
-def to_jinja(template: ChatTemplate) -> str:
-  """The template as an HF jinja chat template (tokenizer_config.json).
-
-  Served through an OpenAI-compatible server (vLLM, SGLang), it renders the
-  same text as `render_text` for HF-style messages (`reasoning_content`,
-  `tool_calls`). The server tokenizes that text as one string, which can
-  differ from `render` at a segment boundary (see the module docstring).
-  """
-  values = {
-      'TURN_START': template.turn_start,
-      'TURN_END': template.turn_end,
-      'SEPARATOR': template.turn_separator,
-      'TOOL_ROLE': template.tool_role,
-      'TOOL_OPEN': template.tool_open,
-      'TOOL_CLOSE': template.tool_close,
-      'TOOL_JOIN': template.tool_join,
-      'THINK_OPEN': template.think_open,
-      'THINK_CLOSE': template.think_close,
-      'CALL_MARKER': template.call_open.strip(),
-      'CALL_OPEN': template.call_open,
-      'CALL_CLOSE': template.call_close,
-      'CALL_JOIN': template.call_join,
-  }
-  text = _JINJA.replace(
-      'MERGE', 'true' if template.merge_tool_turns else 'false'
-  )
-  for name, value in values.items():
-    text = text.replace(name, json.dumps(value, ensure_ascii=False))
-  return text

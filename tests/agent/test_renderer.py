@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import pytest
 import transformers
 
+from search_agent.agent import chat_template
 from search_agent.agent import chatml
 from search_agent.agent import renderer
 from search_agent.agent import trajectory
@@ -255,7 +256,9 @@ def test_stop_ids_and_errors(tiny):
     renderer.render([], tiny)
   with pytest.raises(renderer.RenderError, match='role'):
     renderer.render([Turn(role='critic', content='x')], tiny)
-  with pytest.raises(renderer.RenderError, match='unknown chat template'):
+  with pytest.raises(
+      chat_template.TemplateError, match='unknown chat template'
+  ):
     renderer.get_template('llama')
   assert renderer.get_template('qwen3') is renderer.QWEN3
   odd = dataclasses.replace(renderer.CHATML, name='odd', turn_end='<|eot|>')
