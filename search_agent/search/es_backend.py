@@ -243,8 +243,8 @@ def es_index_config(config) -> EsIndexConfig:
   """`EsIndexConfig` from the ConfigDict of tpu_configs/search/opensearch.py.
 
   Args:
-    config: A ConfigDict (or any object) with `cluster`, `index`, `bulk` and
-      `search` sections as in that file.
+    config: A ConfigDict (or any object) with `cluster`, `index` and `bulk`
+      sections as in that file.
   """
   cluster, index, bulk = config.cluster, config.index, config.bulk
   return EsIndexConfig(
@@ -257,7 +257,6 @@ def es_index_config(config) -> EsIndexConfig:
       index_prefix=index.prefix,
       shards=index.shards,
       replicas=index.replicas,
-      queries_per_msearch=config.search.queries_per_msearch,
       bulk=es_bulk.BulkConfig(
           actions_per_request=bulk.actions_per_request,
           max_retries=bulk.max_retries,

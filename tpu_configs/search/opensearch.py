@@ -44,12 +44,6 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           max_backoff_s=30.0,
       )
   )
-  c.search = ml_collections.ConfigDict(
-      dict(
-          # Queries per _msearch request (3 searches each, one per view).
-          queries_per_msearch=64,
-      )
-  )
   # The views: same fields and defaults as backend.IndexBuildConfig.
   c.build = ml_collections.ConfigDict(
       dict(
