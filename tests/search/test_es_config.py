@@ -13,9 +13,9 @@ from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.parser import parse_query
 
 
-def _get_config(repo_root, arg=None):
-  path = repo_root / 'tpu_configs' / 'search' / 'opensearch.py'
-  spec = importlib.util.spec_from_file_location('opensearch_config', path)
+def _get_config(repo_root, arg=None, name='opensearch'):
+  path = repo_root / 'tpu_configs' / 'search' / f'{name}.py'
+  spec = importlib.util.spec_from_file_location(f'{name}_config', path)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module.get_config(arg)
@@ -29,6 +29,13 @@ def test_default_config_converts_to_the_library_defaults(repo_root):
   assert (es.shards, es.replicas) == (1, 0)
   assert es.bulk == es_backend.es_bulk.BulkConfig()
   assert IndexBuildConfig(**config.build) == IndexBuildConfig()
+
+
+def test_serve_config_opensearch_section_converts(repo_root):
+  serve = _get_config(repo_root, name='serve')
+  ours = _get_config(repo_root)
+  es = es_backend.es_index_config(serve.opensearch)
+  assert es == es_backend.es_index_config(ours)
 
 
 def test_unknown_variant_is_an_error(repo_root):
