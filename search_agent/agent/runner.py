@@ -18,6 +18,7 @@ from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
 
 RunOne = Callable[[task_lib.Task, str], Awaitable[trajectory.Trajectory]]
+Write = Callable[[str | os.PathLike[str], trajectory.Trajectory], None]
 
 
 def trajectory_id(task: task_lib.Task, sample: int = 0) -> str:
@@ -55,6 +56,8 @@ async def run_all(
     *,
     max_concurrency: int,
     samples: int = 1,
+    write: Write = trajectory.append_jsonl,
+    done: set[str] | None = None,
 ) -> list[trajectory.Trajectory]:
   """Runs every (task, sample) not yet in `out_path`; returns the new ones.
 
@@ -64,13 +67,15 @@ async def run_all(
     out_path: JSONL file the trajectories are appended to.
     max_concurrency: Most runs in flight at once.
     samples: Runs per task (ids '<task id>#<sample>').
+    write: Appends one trajectory to `out_path` (default: plain JSONL).
+    done: Ids to skip; default: the ids already in `out_path`.
 
   Returns:
     The trajectories written by this call, in completion order.
   """
   if max_concurrency < 1:
     raise ValueError(f'max_concurrency must be >= 1, got {max_concurrency}')
-  done = finished_ids(out_path)
+  done = finished_ids(out_path) if done is None else done
   semaphore = asyncio.Semaphore(max_concurrency)
   lock = asyncio.Lock()
   written: list[trajectory.Trajectory] = []
@@ -84,7 +89,7 @@ async def run_all(
         # Recorded as a failed trajectory (status, error, traceback).
         traj = failed(task, traj_id, e, time.monotonic() - start)
       async with lock:
-        await asyncio.to_thread(trajectory.append_jsonl, out_path, traj)
+        await asyncio.to_thread(write, out_path, traj)
         written.append(traj)
 
   jobs = [

@@ -1,0 +1,1 @@
+"""Evaluation binaries: run an agent on a benchmark, grade, report, compare."""

@@ -1,0 +1,155 @@
+"""Grading: the official BrowseComp grader template, or exact match.
+
+The judge gets `browsecomp_grader.txt` (openai/simple-evals, verbatim) with the
+question, the agent's final reply and the reference answer, and answers in
+the fields `extracted_final_answer`, `reasoning`, `correct`, `confidence`.
+The verdict is group 1 of `correct: (yes|no)`; the public reference parser
+returns group 0 (`'correct: yes'`) and compares it with `'yes'`, so it scores
+every answer 0. A verdict line (`correct: yes`, also the markdown variants
+judges write: `**correct:** yes`, `Correct: Yes`) is preferred; otherwise the
+official pattern anywhere, but not inside a word (`incorrect: yes` is no
+verdict).
+
+A judge call that fails (transport error, no verdict in the reply) is retried
+up to `max_attempts`; if every attempt fails the grade is an error
+(`correct=None`), never a "no". A run without a final answer scores 0 without
+a judge call. With no judge configured, the RL reward's exact-match
+normaliser decides (search_agent/rewards/answer_match.py).
+"""
+
+import asyncio
+import dataclasses
+import re
+
+from search_agent.agent import task as task_lib
+from search_agent.llm import protocol
+from search_agent.llm.prompts import prompt as prompt_lib
+from search_agent.rewards import answer_match
+
+OFFICIAL_VERDICT = re.compile(r'(?<![A-Za-z_])correct: (yes|no)')
+_VERDICT = re.compile(
+    r'^[\s>*_#-]*correct[\s*_]*:[\s*_]*(yes|no)\b', re.IGNORECASE | re.MULTILINE
+)
+_CONFIDENCE = re.compile(
+    r'confidence[\s*_]*:[\s*_]*(\d+(?:\.\d+)?)\s*%?', re.IGNORECASE
+)
+_EXTRACTED = re.compile(
+    r'extracted_final_answer[\s*_]*:[\s*_]*(.*)', re.IGNORECASE
+)
+
+
+class JudgeParseError(protocol.LLMError):
+  """The judge's reply has no `correct: yes|no` verdict."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GraderConfig:
+  """How answers are graded.
+
+  Attributes:
+    template: Grader prompt file (the official BrowseComp template).
+    max_attempts: Judge attempts per question (failures retried).
+    backoff_s: Wait before retry i is backoff_s * 2**(i-1).
+    max_tokens: Generation budget of one judge call.
+    temperature: Judge sampling temperature.
+  """
+
+  template: str = 'browsecomp_grader.txt'
+  max_attempts: int = 3
+  backoff_s: float = 1.0
+  max_tokens: int = 4_096
+  temperature: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Grade:
+  """The grade of one answer.
+
+  Attributes:
+    correct: True/False; None when the judge failed (an error, not a no).
+    method: 'judge', 'exact_match' or 'no_answer'.
+    extracted_answer: The judge's extracted_final_answer (judge only).
+    confidence: Stated confidence in percent, if any.
+    judge_response: The judge's last reply.
+    attempts: Judge calls made (retries included).
+    error: Why grading failed, when it did.
+  """
+
+  correct: bool | None
+  method: str
+  extracted_answer: str | None = None
+  confidence: float | None = None
+  judge_response: str | None = None
+  attempts: int = 0
+  error: str | None = None
+
+
+def parse_verdict(text: str) -> bool:
+  """Group 1 of the verdict: True for yes, False for no."""
+  match = _VERDICT.search(text) or OFFICIAL_VERDICT.search(text)
+  if match is None:
+    raise JudgeParseError(
+        f'judge reply has no "correct: yes|no" line: {text[-300:]!r}'
+    )
+  return match.group(1).lower() == 'yes'
+
+
+def parse_confidence(text: str) -> float | None:
+  match = _CONFIDENCE.search(text)
+  return min(100.0, float(match.group(1))) if match else None
+
+
+def parse_extracted(text: str) -> str | None:
+  match = _EXTRACTED.search(text)
+  return match.group(1).strip().strip('*').strip() if match else None
+
+
+async def grade(
+    task: task_lib.Task,
+    response: str,
+    prediction: str | None,
+    judge: protocol.LLM | None,
+    config: GraderConfig,
+) -> Grade:
+  """Grades one final reply (`response`) whose `<answer>` is `prediction`."""
+  if prediction is None or not prediction.strip():
+    return Grade(correct=False, method='no_answer')
+  if judge is None:
+    return Grade(
+        correct=answer_match.exact_match(prediction, task.answer, task.aliases),
+        method='exact_match',
+        confidence=parse_confidence(response),
+    )
+  text = prompt_lib.load(config.template).render(
+      question=task.question, response=response, correct_answer=task.answer
+  )
+  params = protocol.SamplingParams(
+      temperature=config.temperature, max_tokens=config.max_tokens
+  )
+  errors = []
+  reply = None
+  for attempt in range(1, config.max_attempts + 1):
+    if attempt > 1:
+      await asyncio.sleep(config.backoff_s * 2 ** (attempt - 2))
+    try:
+      [completion] = await judge.chat(
+          [{'role': 'user', 'content': text}], params
+      )
+      reply = completion.text.split('</think>')[-1]
+      return Grade(
+          correct=parse_verdict(reply),
+          method='judge',
+          extracted_answer=parse_extracted(reply),
+          confidence=parse_confidence(reply),
+          judge_response=reply,
+          attempts=attempt,
+      )
+    except protocol.LLMError as e:
+      errors.append(f'attempt {attempt}: {type(e).__name__}: {e}')
+  return Grade(
+      correct=None,
+      method='judge',
+      judge_response=reply,
+      attempts=config.max_attempts,
+      error='; '.join(errors)[-2000:],
+  )

@@ -1,0 +1,103 @@
+"""The harness manifest: everything that decides a score besides the model.
+
+Recorded with every eval (iris.md: "All benchmarks are evaluated under a
+consistent configuration, including the same tool set, context-length limit,
+and maximum turn budget"): tools and their schemas, prompt hashes, limits,
+context policy, judge model and template, sampling and seed, retries counted
+as attempts, the dataset file's hash and the code version.
+"""
+
+import dataclasses
+import datetime
+import hashlib
+import pathlib
+from typing import Any, Mapping
+
+from search_agent.llm.prompts import prompt as prompt_lib
+
+
+def file_sha256(path: str | pathlib.Path) -> str:
+  h = hashlib.sha256()
+  with open(path, 'rb') as f:
+    for block in iter(lambda: f.read(1 << 20), b''):
+      h.update(block)
+  return h.hexdigest()
+
+
+def code_version(start: pathlib.Path | None = None) -> str:
+  """The git commit of the checkout (read from .git, no subprocess)."""
+  here = (start or pathlib.Path(__file__)).resolve()
+  for d in [here, *here.parents]:
+    git = d / '.git'
+    if git.is_dir():
+      head = (git / 'HEAD').read_text().strip()
+      if not head.startswith('ref: '):
+        return head
+      ref = git / head[5:]
+      if ref.is_file():
+        return ref.read_text().strip()
+      packed = git / 'packed-refs'
+      if packed.is_file():
+        for line in packed.read_text().splitlines():
+          if line.endswith(' ' + head[5:]):
+            return line.split()[0]
+      return 'unknown'
+  return 'unknown'
+
+
+def prompt_hashes(*names: str) -> dict[str, str]:
+  return {n: prompt_lib.load(n).sha256 for n in names}
+
+
+def build(
+    *,
+    dataset: Any,
+    questions: int,
+    mode: str,
+    agent: Any,
+    mas: Any,
+    policy: Mapping[str, Any],
+    judge: Mapping[str, Any] | None,
+    grader: Any,
+    tool_schemas: list[dict[str, Any]],
+    toolbox: Mapping[str, Any],
+    prompts: Mapping[str, str],
+    seed: int | None,
+    concurrency: int,
+) -> dict[str, Any]:
+  """The manifest dict (JSON-serializable)."""
+  template = prompt_lib.load(grader.template)
+  return {
+      'created': datetime.datetime.now(datetime.timezone.utc).isoformat(),
+      'code_version': code_version(),
+      'dataset': {
+          **dataclasses.asdict(dataset),
+          'file_sha256': file_sha256(dataset.path),
+          'questions': questions,
+      },
+      'mode': mode,
+      'mas': dataclasses.asdict(mas) if mode == 'mas' else None,
+      'policy_llm': dict(policy),
+      'judge': {
+          'llm': dict(judge) if judge else None,
+          'method': 'judge' if judge else 'exact_match',
+          'template': grader.template,
+          'template_sha256': template.sha256,
+          'grader': dataclasses.asdict(grader),
+      },
+      'tools': {
+          'names': [s.get('function', s)['name'] for s in tool_schemas],
+          'schemas': tool_schemas,
+          'toolbox': dict(toolbox),
+      },
+      'prompts': dict(prompts),
+      'limits': dataclasses.asdict(agent.budgets),
+      'context_policy': dataclasses.asdict(agent.context),
+      'sampling': {
+          'temperature': agent.temperature,
+          'top_p': agent.top_p,
+          'seed': seed,
+      },
+      'concurrency': concurrency,
+      'retries': {},
+  }

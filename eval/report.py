@@ -1,0 +1,87 @@
+"""Writes an eval's report: report.json, manifest.json and report.md."""
+
+import json
+import pathlib
+from typing import Any, Mapping
+
+REPORT = 'report.json'
+MANIFEST = 'manifest.json'
+MARKDOWN = 'report.md'
+
+
+def _pct(x: float | None) -> str:
+  return '—' if x is None else f'{100 * x:.1f}%'
+
+
+def _grading(judge: Mapping[str, Any]) -> str:
+  if judge['method'] != 'judge':
+    return 'exact match (rewards/answer_match.py)'
+  llm = judge.get('llm') or {}
+  name = llm.get('name') or llm.get('openai', {}).get('model') or 'judge'
+  return f'{name} with {judge["template"]} ({judge["template_sha256"][:12]})'
+
+
+def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+  """A human-readable report (no question or answer text)."""
+  ci = summary['ci']
+  tools = summary['tools']
+  cal = summary['calibration']
+  ctx = manifest['context_policy']
+  lines = [
+      f'# Eval: {manifest["dataset"]["name"]} ({manifest["mode"]})',
+      '',
+      '| metric | value |',
+      '|---|---|',
+      f'| pass@1 | {_pct(summary["pass_at_1"])} '
+      f'({summary["correct"]}/{summary["graded"]}) |',
+      f'| 95% CI (Wilson) | {_pct(ci["low"])} – {_pct(ci["high"])} |',
+      f'| pass@1, judge errors as wrong | {_pct(summary["pass_at_1_strict"])} |',
+      f'| questions / graded / judge errors | {summary["questions"]} / '
+      f'{summary["graded"]} / {summary["judge_errors"]} |',
+      f'| tool calls per question (mean / median / max) | '
+      f'{tools["calls_mean"]:.2f} / {tools["calls_median"]} / '
+      f'{tools["calls_max"]} |',
+      f'| calls by tool | {tools["calls_by_tool"]} |',
+      f'| invalid turns | {tools["invalid_turns"]} |',
+      f'| statuses | {summary["statuses"]} |',
+      f'| budgets hit | {summary["budgets_hit"]} |',
+      f'| calibration error (ECE, {cal["n"]} answers) | '
+      f'{_pct(cal["ece"])} |',
+      f'| context policy | {ctx["policy"]} |',
+      f'| limits | steps {manifest["limits"]["max_steps"]}, output '
+      f'{manifest["limits"]["max_output_tokens"]}, context '
+      f'{manifest["limits"]["context_limit"]} |',
+      f'| grading | {_grading(manifest["judge"])} |',
+      f'| tools | {", ".join(manifest["tools"]["names"])} |',
+      '',
+      '## Calibration bins',
+      '',
+      '| confidence bin | n | mean confidence | accuracy |',
+      '|---|---|---|---|',
+  ]
+  for b in cal['bins']:
+    lo, hi = b['bin']
+    lines.append(
+        f'| {lo:.1f}–{hi:.1f} | {b["n"]} | {_pct(b["confidence"])} |'
+        f' {_pct(b["accuracy"])} |'
+    )
+  return '\n'.join(lines) + '\n'
+
+
+def write(out: pathlib.Path, report: Mapping[str, Any]) -> None:
+  """Writes the three report files into `out`."""
+  (out / REPORT).write_text(json.dumps(report, indent=2, ensure_ascii=False))
+  (out / MANIFEST).write_text(
+      json.dumps(report['manifest'], indent=2, ensure_ascii=False)
+  )
+  (out / MARKDOWN).write_text(markdown(report['summary'], report['manifest']))
+
+
+def load(workdir: str | pathlib.Path) -> dict[str, Any]:
+  path = pathlib.Path(workdir) / REPORT
+  if not path.is_file():
+    raise FileNotFoundError(
+        f'{path} does not exist: run `python -m eval.run --workdir={workdir}`'
+        ' first'
+    )
+  return json.loads(path.read_text())

@@ -1,0 +1,155 @@
+"""Per-question result records and the eval's files (append-only JSONL).
+
+Files in the workdir:
+  * `trajectories.jsonl`: one trajectory per line (search_agent format). For
+    encrypted benchmarks every line is `{id, task_id, encrypted}` where
+    `encrypted` is the trajectory JSON encrypted with the task's canary in the
+    BrowseComp scheme: no benchmark plaintext reaches the disk.
+  * `results.jsonl`: one record per graded trajectory; a later line for the
+    same trajectory (a judge error re-graded) supersedes an earlier one.
+    Records of encrypted benchmarks hold no question, reference, prediction
+    or judge text (`redacted: true`), only numbers and labels.
+"""
+
+import collections
+import json
+import os
+from typing import Any, Iterator, Mapping
+
+from eval import decryption
+from eval import grading
+from search_agent.agent import task as task_lib
+from search_agent.agent import trajectory
+
+TRAJECTORIES = 'trajectories.jsonl'
+RESULTS = 'results.jsonl'
+
+
+def secret(task: task_lib.Task) -> str:
+  """The canary that protects a task's text ('' for plaintext datasets)."""
+  return task.meta.get('canary', '')
+
+
+def write_trajectory(
+    path: str | os.PathLike[str],
+    traj: trajectory.Trajectory,
+    task: task_lib.Task,
+) -> None:
+  """Appends a trajectory, encrypted when its task is encrypted."""
+  canary = secret(task)
+  if not canary:
+    trajectory.append_jsonl(path, traj)
+    return
+  payload = json.dumps(traj.to_json(), ensure_ascii=False)
+  line = json.dumps(
+      {
+          'id': traj.id,
+          'task_id': traj.task_id,
+          'encrypted': decryption.browsecomp_encrypt(payload, canary),
+      }
+  )
+  with open(path, 'a', encoding='utf-8') as f:
+    f.write(line + '\n')
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def read_trajectories(
+    path: str | os.PathLike[str], tasks: Mapping[str, task_lib.Task]
+) -> Iterator[trajectory.Trajectory]:
+  """Reads (and decrypts in memory) trajectories of known tasks."""
+  if not os.path.exists(path):
+    return
+  with open(path, encoding='utf-8') as f:
+    for line_no, line in enumerate(f, 1):
+      if not line.strip():
+        continue
+      try:
+        obj = json.loads(line)
+        if 'encrypted' in obj:
+          canary = secret(tasks[obj['task_id']])
+          obj = json.loads(
+              decryption.browsecomp_decrypt(obj['encrypted'], canary)
+          )
+        yield trajectory.Trajectory.from_json(obj)
+      except (json.JSONDecodeError, KeyError, ValueError) as e:
+        raise trajectory.TrajectoryFormatError(
+            f'{path}:{line_no}: {type(e).__name__}: {e}'
+        ) from e
+
+
+def trajectory_ids(path: str | os.PathLike[str]) -> set[str]:
+  """Ids in a trajectories file (readable without decrypting)."""
+  if not os.path.exists(path):
+    return set()
+  with open(path, encoding='utf-8') as f:
+    return {json.loads(line)['id'] for line in f if line.strip()}
+
+
+def final_reply(traj: trajectory.Trajectory) -> str:
+  """What the judge reads: the last assistant turn holding the answer."""
+  for m in reversed(traj.messages):
+    if m.role == 'assistant' and traj.final_answer and '<answer>' in m.content:
+      return m.content
+  return f'Exact Answer: {traj.final_answer}' if traj.final_answer else ''
+
+
+def record(
+    task: task_lib.Task,
+    traj: trajectory.Trajectory,
+    grade: grading.Grade,
+    dataset: str,
+) -> dict[str, Any]:
+  """The result record of one graded trajectory."""
+  by_name = collections.Counter(c.name for c in traj.tool_calls)
+  out: dict[str, Any] = {
+      'traj_id': traj.id,
+      'task_id': task.id,
+      'dataset': dataset,
+      'status': traj.status,
+      'budgets_hit': list(traj.budgets_hit),
+      'steps': traj.meta.get('steps', 0),
+      'n_tool_calls': sum(by_name.values()),
+      'tool_calls_by_name': dict(by_name),
+      'invalid_turns': sum(m.invalid for m in traj.messages),
+      'correct': grade.correct,
+      'grade_method': grade.method,
+      'confidence': grade.confidence,
+      'judge_attempts': grade.attempts,
+      'judge_error': grade.error,
+      'run_error': traj.error[:500] if traj.error else None,
+      'seconds': traj.timings.get('total'),
+      'context_policy': traj.meta.get('context', {}).get('policy'),
+      'context_resets': len(traj.meta.get('context', {}).get('events', ())),
+      'mas_fallback': traj.meta.get('mas', {}).get('fallback'),
+  }
+  if secret(task):
+    out['redacted'] = True
+  else:
+    out.update(
+        question=task.question,
+        reference=task.answer,
+        prediction=traj.final_answer,
+        extracted_answer=grade.extracted_answer,
+        judge_response=grade.judge_response,
+    )
+  return out
+
+
+def append_record(path: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:
+  with open(path, 'a', encoding='utf-8') as f:
+    f.write(json.dumps(rec, ensure_ascii=False) + '\n')
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def read_records(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+  """The latest record per trajectory id."""
+  latest: dict[str, dict[str, Any]] = {}
+  if os.path.exists(path):
+    with open(path, encoding='utf-8') as f:
+      for line in f:
+        if line.strip():
+          rec = json.loads(line)
+          latest[rec['traj_id']] = rec
+  return latest

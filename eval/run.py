@@ -1,0 +1,59 @@
+r"""Evaluates an agent on a benchmark: run, grade, report.
+
+  python -m eval.run --config=tpu_configs/eval.py[:mas|no_cm|xbench|tiny] \
+      --workdir=DIR [--config.field=value ...]
+
+writes DIR/{trajectories.jsonl, results.jsonl, report.json, report.md,
+manifest.json}; rerunning with the same workdir resumes (finished questions
+are skipped, judge errors are re-graded). Compare two runs with
+`python -m eval.compare`.
+"""
+
+import asyncio
+import json
+
+from absl import app
+from absl import flags
+from ml_collections import config_flags
+
+from eval import harness
+from eval import settings
+
+_CONFIG = config_flags.DEFINE_config_file(
+    'config', None, 'Eval config (tpu_configs/eval.py).', lock_config=True
+)
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
+flags.mark_flags_as_required(['config', 'workdir'])
+
+
+def main(argv):
+  del argv
+  c = _CONFIG.value
+  config = settings.eval_config(c)
+  policy, policy_manifest = settings.llm(c.policy)
+  judge, judge_manifest = settings.llm(c.judge)
+  aux, _ = settings.llm(c.aux)
+  if policy is None:
+    raise settings.EvalSetupError('policy.kind cannot be none')
+  with settings.toolbox_factory(c.search, aux) as toolbox_factory:
+    report = asyncio.run(
+        harness.evaluate(
+            config,
+            policy=policy,
+            judge=judge,
+            toolbox_factory=toolbox_factory,
+            workdir=_WORKDIR.value,
+            describe={
+                'policy': policy_manifest,
+                'judge': judge_manifest,
+                'toolbox': toolbox_factory.manifest,
+            },
+        )
+    )
+  s = report['summary']
+  keys = ('pass_at_1', 'ci', 'questions', 'graded', 'judge_errors', 'statuses')
+  print(json.dumps({k: s[k] for k in keys}))
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,104 @@
+"""The config edge of `eval.run`: ConfigDict sections to frozen dataclasses,
+LLMs and the toolbox factory (tpu_configs/eval.py documents every field)."""
+
+import contextlib
+import dataclasses
+from typing import Any, Iterator, Mapping
+
+from eval import datasets
+from eval import grading
+from eval import harness
+from search_agent.agent import budgets
+from search_agent.agent import managed_context
+from search_agent.agent import mas
+from search_agent.agent import react
+from search_agent.agent import task as task_lib
+from search_agent.llm import protocol
+from search_agent.llm import registry
+from search_agent.search import client as client_lib
+from search_agent.search import tools as tools_lib
+from search_agent.search.tantivy_backend import tantivy_engine
+
+
+class EvalSetupError(ValueError):
+  """The eval config is incomplete or inconsistent."""
+
+
+def _dict(section: Any) -> dict[str, Any]:
+  return section.to_dict() if hasattr(section, 'to_dict') else dict(section)
+
+
+def eval_config(c: Any) -> harness.EvalConfig:
+  """The EvalConfig of a tpu_configs/eval.py ConfigDict."""
+  a = _dict(c.agent)
+  agent = react.AgentConfig(
+      budgets=budgets.Budgets(
+          max_steps=a['max_steps'],
+          max_output_tokens=a['max_output_tokens'],
+          context_limit=a['context_limit'],
+          min_output_tokens=a['min_output_tokens'],
+          compress_at=a['compress_at'],
+      ),
+      context=managed_context.ContextConfig(**_dict(c.context)),
+      temperature=a['temperature'],
+      top_p=a['top_p'],
+      seed=a['seed'],
+  )
+  return harness.EvalConfig(
+      dataset=datasets.DatasetConfig(**_dict(c.dataset)),
+      mode=c.mode,
+      agent=agent,
+      mas=mas.MASConfig(**_dict(c.mas)),
+      grader=grading.GraderConfig(**_dict(c.grader)),
+      system_prompt=c.system_prompt,
+      concurrency=c.concurrency,
+  )
+
+
+def llm(section: Any) -> tuple[protocol.LLM | None, dict[str, Any] | None]:
+  """The LLM of a section and its manifest; (None, None) for kind 'none'."""
+  d = _dict(section)
+  if d.get('kind') == 'none':
+    return None, None
+  config = registry.from_dict(d)
+  return registry.build(config), config.manifest()
+
+
+@contextlib.contextmanager
+def toolbox_factory(
+    search: Mapping[str, Any], aux: protocol.LLM | None
+) -> Iterator[harness.ToolboxFactory]:
+  """Opens the search backend; yields task -> fresh Toolbox; closes it."""
+  search = _dict(search)
+  if bool(search['index_dir']) == bool(search['url']):
+    raise EvalSetupError(
+        'set exactly one of search.index_dir (a tantivy index from'
+        ' `python -m index.build`) or search.url (an `index.serve` service)'
+    )
+  config = tools_lib.ToolboxConfig(
+      tools=tuple(search['tools']), top_k=search['top_k']
+  )
+  engine = None
+  if search['index_dir']:
+    engine = tantivy_engine(search['index_dir'])
+    backend = engine
+  else:
+    backend = client_lib.HttpSearch(search['url'])
+
+  def make(task: task_lib.Task) -> tools_lib.Toolbox:
+    return tools_lib.Toolbox(
+        backend, config=config, summarizer=aux, context=task.question
+    )
+
+  make.manifest = {
+      **dataclasses.asdict(config),
+      'backend': 'tantivy' if engine else 'http',
+      'index_dir': search['index_dir'],
+      'url': search['url'],
+      'visit_summarizer': getattr(aux, 'name', None),
+  }
+  try:
+    yield make
+  finally:
+    if engine is not None:
+      engine.close()

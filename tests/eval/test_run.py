@@ -1,0 +1,119 @@
+"""Pulse tests of `python -m eval.run` and `python -m eval.compare`.
+
+Real index (the bundled 2Wiki corpus), real tools, a scripted policy (the
+`tiny` config variant): the test is about the harness and its files.
+"""
+
+import json
+import subprocess
+import sys
+
+from eval import datasets
+from eval import results
+from search_agent.agent import trajectory
+from search_agent.llm.prompts import prompt as prompt_lib
+
+
+def _run(repo_root, workdir, index, *extra):
+  out = subprocess.run(
+      [sys.executable, '-m', 'eval.run',
+       '--config=tpu_configs/eval.py:tiny', f'--workdir={workdir}',
+       f'--config.search.index_dir={index}', *extra],
+      cwd=repo_root, capture_output=True, text=True, timeout=300, check=False,
+  )  # fmt: skip
+  assert out.returncode == 0, out.stderr[-3000:]
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _lines(path):
+  return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+
+
+def test_eval_run_pulse_and_resume(tmp_path, repo_root, tiny_index):
+  work = tmp_path / 'run'
+  summary = _run(repo_root, work, tiny_index)
+  # Only question 1's reference is the scripted answer 'Lothair II'.
+  assert summary['pass_at_1'] == 0.25 and summary['questions'] == 4
+  assert summary['statuses'] == {'answered': 4}
+  trajs = list(trajectory.iter_jsonl(work / results.TRAJECTORIES))
+  assert len(trajs) == 4
+  for t in trajs:
+    assert [m.role for m in t.messages] == [
+        'system',
+        'user',
+        'assistant',
+        'tool',
+        'assistant',
+    ]
+    assert t.meta['steps'] == 2 and t.final_answer == 'Lothair II'
+    # The observation came from the real index.
+    assert '[r1] Teutberga' in t.messages[3].content
+    assert '"name": "visit"' in t.messages[0].content  # schemas in prompt
+  recs = _lines(work / results.RESULTS)
+  assert sorted(r['correct'] for r in recs) == [False, False, False, True]
+  assert {r['grade_method'] for r in recs} == {'exact_match'}
+  manifest = json.loads((work / 'manifest.json').read_text())
+  assert manifest['tools']['names'] == ['search', 'visit']
+  assert manifest['tools']['schemas'][0]['function']['name'] == 'search'
+  assert manifest['prompts'] == {
+      'agent_system.md': prompt_lib.load('agent_system.md').sha256
+  }
+  assert manifest['limits']['max_steps'] == 4
+  assert manifest['context_policy']['policy'] == 'discard_all'
+  assert manifest['judge']['method'] == 'exact_match'
+  assert manifest['sampling']['seed'] == 0
+  assert manifest['dataset']['questions'] == 4
+  assert len(manifest['code_version']) == 40
+  report = (work / 'report.md').read_text()
+  assert '| pass@1 | 25.0% (1/4) |' in report
+  # Rerun: nothing left to run or grade; the files do not grow.
+  again = _run(repo_root, work, tiny_index)
+  assert again == summary
+  assert len(_lines(work / results.RESULTS)) == 4
+  assert len(_lines(work / results.TRAJECTORIES)) == 4
+
+
+def test_encrypted_benchmark_leaves_no_plaintext(
+    tmp_path, repo_root, tiny_index, shared_data
+):
+  path = shared_data / 'benchmarks' / 'xbench-DeepSearch-2505.csv'
+  work = tmp_path / 'xbench'
+  summary = _run(
+      repo_root, work, tiny_index,
+      '--config.dataset.name=xbench', '--config.dataset.format=xbench',
+      f'--config.dataset.path={path}', '--config.dataset.limit=2',
+  )  # fmt: skip
+  assert summary['questions'] == 2
+  config = datasets.DatasetConfig(
+      name='xbench', format='xbench', path=str(path), limit=2
+  )
+  tasks = {t.id: t for t in datasets.load(config)}
+  written = ''.join(p.read_text() for p in work.iterdir() if p.is_file())
+  for t in tasks.values():
+    assert t.question not in written and t.answer not in written
+    assert t.question[:12] not in written
+  recs = _lines(work / results.RESULTS)
+  assert all(r['redacted'] and 'question' not in r for r in recs)
+  trajs = list(results.read_trajectories(work / results.TRAJECTORIES, tasks))
+  assert {t.task_id for t in trajs} == set(tasks)
+  assert trajs[0].messages[1].content == tasks[trajs[0].task_id].question
+
+
+def test_compare_pulse(tmp_path, repo_root, tiny_index):
+  a, b = tmp_path / 'cm', tmp_path / 'nocm'
+  _run(repo_root, a, tiny_index)
+  _run(repo_root, b, tiny_index, '--config.context.policy=none')
+  out = subprocess.run(
+      [sys.executable, '-m', 'eval.compare', f'--runs={a},{b}',
+       '--names=discard_all,none', f'--out={tmp_path / "cmp"}'],
+      cwd=repo_root, capture_output=True, text=True, timeout=120, check=False,
+  )  # fmt: skip
+  assert out.returncode == 0, out.stderr[-2000:]
+  md = (tmp_path / 'cmp' / 'compare.md').read_text()
+  assert '| pass@1 | 25.0% | 25.0% | +0.0 pp |' in md
+  assert '| context policy | discard_all | none |  |' in md
+  png = (tmp_path / 'cmp' / 'compare.png').read_bytes()
+  assert png[:8] == b'\x89PNG\r\n\x1a\n' and len(png) > 10_000
+  paired = json.loads((tmp_path / 'cmp' / 'compare.json').read_text())
+  assert paired['paired']['both_correct'] == 1
+  assert paired['paired']['neither'] == 3

@@ -1,0 +1,126 @@
+"""Eval: run an agent (single or MAS) on a benchmark, grade, report.
+
+  python -m eval.run --config=tpu_configs/eval.py --workdir=DIR \
+      --config.dataset.path=browse_comp_test_set.csv \
+      --config.policy.openai.base_url=http://HOST:8000/v1 \
+      --config.policy.openai.model=MODEL --config.search.index_dir=IDX
+
+Variants (`--config=tpu_configs/eval.py:<arg>`):
+  * '' (default): BrowseComp CSV, single agent, recipe budgets, discard-all
+    context management (iris.md's default), OpenAI-compatible policy and
+    judge endpoints.
+  * 'mas': the same with two searchers and a verifier (open-recipe.md).
+  * 'no_cm': the same without context management (iris.md reports both).
+  * 'xbench': xbench-DeepSearch-2505 from ../shared/data/benchmarks.
+  * 'tiny': four demo questions over the bundled 2Wiki corpus, a scripted
+    policy and exact-match grading: a CPU pulse of the whole harness (build
+    the index first: python -m index.build
+    --config=tpu_configs/search/build.py:tiny --workdir=IDX).
+"""
+
+import pathlib
+
+import ml_collections
+
+_REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _openai(model: str = '') -> dict:
+  return dict(
+      base_url='http://127.0.0.1:8000/v1',
+      model=model,
+      api_key_env='',  # name of the env var holding the key, never the key
+      timeout_s=1800.0,  # one call may generate 32k tokens
+      max_retries=4,
+      backoff_s=2.0,
+      max_concurrency=64,
+      logprobs=False,
+      return_token_ids=False,
+      tool_role='tool',
+  )
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+  """Returns the eval config for variant `arg` (see the module docstring)."""
+  c = ml_collections.ConfigDict()
+  # Benchmark: format in (browsecomp, xbench, browsecomp_plus, tasks).
+  c.dataset = dict(
+      name='browsecomp',
+      format='browsecomp',
+      path='browse_comp_test_set.csv',
+      qrels_path='',  # browsecomp_plus: TREC qrels for evidence doc ids
+      canary='',  # browsecomp_plus: canary when rows carry none
+      limit=0,  # 0 = every question
+  )
+  c.mode = 'single'  # 'single' or 'mas'
+  # The policy LLM (registry kinds: openai, scripted, sampler).
+  c.policy = dict(kind='openai', name='', openai=_openai(), script=())
+  # The judge: kind 'none' grades by exact match (rewards/answer_match).
+  c.judge = dict(kind='openai', name='', openai=_openai(), script=())
+  # Auxiliary LLM for visit summaries; 'none' = extractive readings.
+  c.aux = dict(kind='none', name='', openai=_openai(), script=())
+  c.search = dict(
+      index_dir='',  # a tantivy index (python -m index.build), or
+      url='',  # an HTTP search service (python -m index.serve)
+      tools=('search', 'visit'),  # SearchMaster-style: search, open, find
+      top_k=10,
+  )
+  c.agent = dict(
+      max_steps=500,  # open-recipe.md: up to 500 agent steps
+      max_output_tokens=32_768,  # per assistant call
+      context_limit=262_144,
+      min_output_tokens=1_024,  # less room than this = context limit
+      compress_at=0.8,  # discard-all / summary fire at 80% of the limit
+      temperature=1.0,  # recipe sampling: temperature 1.0, top-p 1.0
+      top_p=1.0,
+      seed=0,  # step i of searcher j uses seed + 1000 j + i
+  )
+  # none | sliding_window | discard_all | summary.
+  c.context = dict(
+      policy='discard_all',
+      keep_observations=5,
+      notes_max_chars=8_000,
+      summary_prompt='context_summary.md',
+      summary_max_tokens=4_096,
+  )
+  c.mas = dict(searchers=2, attempt_max_chars=12_000)
+  c.grader = dict(max_attempts=3, backoff_s=2.0, max_tokens=4_096)
+  c.system_prompt = 'agent_system.md'
+  c.concurrency = 32  # questions in flight (the MAS runs 3 agents each)
+
+  if arg == 'mas':
+    c.mode = 'mas'
+  elif arg == 'no_cm':
+    c.context.policy = 'none'
+  elif arg == 'xbench':
+    c.dataset.update(
+        name='xbench-deepsearch-2505',
+        format='xbench',
+        path=str(
+            _REPO.parent / 'shared/data/benchmarks/xbench-DeepSearch-2505.csv'
+        ),
+    )
+  elif arg == 'tiny':
+    c.dataset.update(
+        name='2wiki-demo',
+        format='tasks',
+        path=str(_REPO / 'eval/data/2wiki_demo_tasks.jsonl'),
+    )
+    search = '{"name": "search", "arguments": {"query": ["Teutberga queen"]}}'
+    c.policy = dict(
+        kind='scripted',
+        name='scripted-demo',
+        openai=_openai(),
+        script=(
+            f'<think>\nSearch first.\n</think>\n<tool_call>{search}</tool_call>',
+            '<think>\nThe page names her husband.\n</think>\nConfidence: 80%\n'
+            '<answer>Lothair II</answer>',
+        ),
+    )
+    c.judge.kind = 'none'
+    c.agent.update(max_steps=4, context_limit=32_768, max_output_tokens=1_024)
+    c.agent.min_output_tokens = 256
+    c.concurrency = 2
+  elif arg:
+    raise ValueError(f'unknown eval variant {arg!r}: mas, no_cm, xbench, tiny')
+  return c
