@@ -115,6 +115,7 @@ def _assistant_turn(
               kind='missing_argument',
               message=f'{call.name} needs argument(s) {", ".join(missing)}',
               snippet=json.dumps(call.arguments)[:200],
+              tool=call.name,
           )
       )
   invalid = any(e.kind in toolcall.TOOL_CALL_ERRORS for e in errors)
@@ -129,7 +130,8 @@ def _assistant_turn(
       loss=not invalid,
   )
   records = [
-      {'turn': index, 'kind': e.kind, 'message': e.message} for e in errors
+      {'turn': index, 'kind': e.kind, 'message': e.message, 'tool': e.tool}
+      for e in errors
   ]
   return turn, parsed, records
 

@@ -61,11 +61,13 @@ class ParseError:
     kind: One of ERROR_KINDS.
     message: What was wrong and what the model should do instead.
     snippet: The offending text (truncated to 200 characters).
+    tool: The tool name involved, when the call named one.
   """
 
   kind: str
   message: str
   snippet: str = ''
+  tool: str = ''
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -92,8 +94,12 @@ class ParsedAssistant:
     return any(e.kind in TOOL_CALL_ERRORS for e in self.errors)
 
 
-def _error(kind: str, message: str, snippet: str = '') -> ParseError:
-  return ParseError(kind=kind, message=message, snippet=snippet[:200])
+def _error(
+    kind: str, message: str, snippet: str = '', tool: str = ''
+) -> ParseError:
+  return ParseError(
+      kind=kind, message=message, snippet=snippet[:200], tool=tool
+  )
 
 
 def split_reasoning(text: str) -> tuple[str, str, ParseError | None]:
@@ -164,12 +170,14 @@ def parse_tool_call(
         'bad_arguments',
         f'"arguments" of {name!r} must be a JSON object',
         block,
+        name,
     )
   if tool_names is not None and name not in tool_names:
     return _error(
         'unknown_tool',
         f'unknown tool {name!r}; available: {", ".join(sorted(tool_names))}',
         block,
+        name,
     )
   return trajectory.ToolCall(
       name=name, arguments=arguments, call_id=str(obj.get('id', ''))

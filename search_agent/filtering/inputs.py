@@ -111,10 +111,12 @@ def load_trajectories(
 
 def _summary(path, lines, formats, errors, unknown, trajs) -> InputSummary:
   calls = collections.Counter(c.name for t in trajs for c in t.tool_calls)
-  kinds = collections.Counter(
-      e['kind'] for t in trajs for e in t.meta.get('parse_errors', ())
-  )
+  records = [e for t in trajs for e in t.meta.get('parse_errors', ())]
+  kinds = collections.Counter(e.get('kind', '?') for e in records)
   kinds['unknown_tool'] += sum(unknown.values())
+  unknown = unknown + collections.Counter(
+      e.get('tool') or '?' for e in records if e.get('kind') == 'unknown_tool'
+  )
   return InputSummary(
       path=str(path),
       lines=lines,

@@ -109,12 +109,14 @@ def _input_lines(inp: dict[str, Any]) -> list[str]:
       f"- file: `{inp['path']}`",
       f"- lines: {inp['lines']}, trajectories read: {inp['trajectories']}"
       f" {inp['by_format']}, unreadable lines: {len(inp['line_errors'])}",
-      f"- tool calls: {inp['tool_calls']}; unknown tool names:"
-      f" {inp['unknown_tool_calls'] or 'none'}",
-      f"- parse problems in assistant turns: {inp['parse_errors'] or 'none'}",
   ]
   for e in inp['line_errors'][:10]:
     lines.append(f"  - line {e['line_no']}: {e['reason'][:200]}")
+  lines += [
+      f"- tool calls: {inp['tool_calls']}; calls to unknown tools:"
+      f" {inp['unknown_tool_calls'] or 'none'}",
+      f"- parse problems in assistant turns: {inp['parse_errors'] or 'none'}",
+  ]
   return lines
 
 

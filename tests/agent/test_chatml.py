@@ -120,8 +120,12 @@ def test_invalid_tool_calls_mark_the_turn():
   assistants = [m for m in t.messages if m.role == 'assistant']
   assert [m.invalid for m in assistants] == [True, True, True, False, False]
   assert [m.trainable for m in assistants] == [False] * 3 + [True] * 2
-  kinds = [e['kind'] for e in t.meta['parse_errors']]
-  assert kinds == ['bad_json', 'unknown_tool', 'missing_argument']
+  kinds = [(e['kind'], e['tool']) for e in t.meta['parse_errors']]
+  assert kinds == [
+      ('bad_json', ''),
+      ('unknown_tool', 'browse'),
+      ('missing_argument', 'visit'),
+  ]
   assert t.final_answer == 'A'
 
 

@@ -81,6 +81,7 @@ def test_bad_tool_calls_give_clear_errors(block, kind):
 def test_unknown_tool_message_lists_available_tools():
   err = toolcall.parse_tool_call('{"name": "browse"}', TOOLS)
   assert 'browse' in err.message and 'search, visit' in err.message
+  assert err.tool == 'browse'
 
 
 def test_any_name_accepted_without_tool_list():
