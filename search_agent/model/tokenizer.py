@@ -8,9 +8,10 @@ by id. Non-special added tokens (`<think>`, `<tool_call>`, ...) are matched in
 text, as the model writes them.
 
 The tiny tokenizer (`train_tiny_tokenizer`) is trained locally on the bundled
-2WikiMultihopQA corpus, with no download; it has the chat-format tokens:
-control tokens CONTROL_TOKENS (ids 0..2) and marker tokens MARKER_TOKENS (the
-last ids). This module does not import maxtext.
+2WikiMultihopQA corpus (`corpus.twowiki.read_2wiki()`), with no download. It
+has the chat-format tokens: control tokens CONTROL_TOKENS (ids 0..2) and
+marker tokens MARKER_TOKENS (the last ids). The trained fixture lives in
+tests/agent/golden/tiny_tokenizer/. This module does not import maxtext.
 """
 
 import importlib.util
@@ -177,14 +178,6 @@ def corpus_texts(docs: Iterable[Any]) -> Iterable[str]:
       yield f'{doc.title}\n{doc.text}'
 
 
-def read_2wiki_corpus(path: str | os.PathLike[str]) -> list[dict[str, str]]:
-  """Reads the 2WikiMultihopQA corpus file (a JSON list of {title, text})."""
-  docs = json.loads(pathlib.Path(path).read_text(encoding='utf-8'))
-  if not isinstance(docs, list) or not all('text' in d for d in docs):
-    raise TokenizerError(f'{path} is not a JSON list of {{title, text}}')
-  return docs
-
-
 def train_tiny_tokenizer(
     corpus_docs: Iterable[Any],
     out_path: str | os.PathLike[str],
@@ -234,6 +227,12 @@ def train_tiny_tokenizer(
   out = pathlib.Path(out_path)
   out.mkdir(parents=True, exist_ok=True)
   hf.save(str(out / TOKENIZER_FILE))
+  _write_config(out, chat_template)
+  return load_tokenizer(out)
+
+
+def _write_config(out: pathlib.Path, chat_template: str | None) -> None:
+  """Writes the HF tokenizer_config.json of a tiny tokenizer."""
   config = {
       'tokenizer_class': 'PreTrainedTokenizerFast',
       'eos_token': '<|im_end|>',
@@ -245,4 +244,3 @@ def train_tiny_tokenizer(
   if chat_template is not None:
     config['chat_template'] = chat_template
   (out / CONFIG_FILE).write_text(json.dumps(config, indent=2) + '\n')
-  return load_tokenizer(out)

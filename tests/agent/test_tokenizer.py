@@ -5,6 +5,7 @@ import pathlib
 
 import pytest
 
+from search_agent.corpus import twowiki
 from search_agent.model import tokenizer as tokenizer_lib
 
 GOLDEN = pathlib.Path(__file__).parent / 'golden' / 'tiny_tokenizer'
@@ -12,7 +13,7 @@ GOLDEN = pathlib.Path(__file__).parent / 'golden' / 'tiny_tokenizer'
 
 @pytest.fixture(scope='module')
 def corpus(shared_data):
-  return tokenizer_lib.read_2wiki_corpus(
+  return twowiki.read_2wiki(
       shared_data / 'corpus' / '2wikimultihopqa_corpus.json'
   )
 
@@ -42,7 +43,7 @@ def test_tiny_tokenizer_is_the_committed_golden(tiny):
 
 def test_round_trips_any_text(tiny, corpus):
   tok, _ = tiny
-  texts = [d['text'] for d in corpus[:50]] + [
+  texts = [d.text for d in corpus[:50]] + [
       '北京是中国的首都。',
       'emoji 🚀 and tabs\tand\r\nCRLF',
       '  leading spaces and trailing\n\n',
@@ -53,7 +54,7 @@ def test_round_trips_any_text(tiny, corpus):
 
 def test_compresses_the_corpus(tiny, corpus):
   tok, _ = tiny
-  text = '\n'.join(d['text'] for d in corpus[:200])
+  text = '\n'.join(d.text for d in corpus[:200])
   n_bytes = len(text.encode('utf-8'))
   n_tokens = len(tok.encode(text))
   # BPE on its own training text: well under one token per 3 bytes.
@@ -111,9 +112,5 @@ def test_errors_say_what_to_do(tmp_path):
   tok = tokenizer_lib.load_tokenizer(GOLDEN)
   with pytest.raises(tokenizer_lib.TokenizerError, match='no single token'):
     tok.token_id('<|not_a_token|>')
-  bad = tmp_path / 'bad.json'
-  bad.write_text('{"a": 1}')
-  with pytest.raises(tokenizer_lib.TokenizerError, match='JSON list'):
-    tokenizer_lib.read_2wiki_corpus(bad)
   with pytest.raises(tokenizer_lib.TokenizerError, match='no tokenizer dir'):
     tokenizer_lib.maxtext_tokenizer_dir('no-such-tokenizer')

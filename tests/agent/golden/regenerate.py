@@ -20,18 +20,15 @@ sys.path.insert(0, str(REPO))
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from search_agent.agent import renderer
 from search_agent.agent import trajectory
+from search_agent.corpus import twowiki
 from search_agent.model import tokenizer as tokenizer_lib
-
-CORPUS = (
-    REPO / 'search_agent' / 'corpus' / 'data' / '2wikimultihopqa_corpus.json'
-)
 
 
 def main() -> None:
   messages = trajectory.Trajectory.from_json(
       json.loads((HERE / 'conversation.json').read_text())
   ).messages
-  docs = tokenizer_lib.read_2wiki_corpus(CORPUS)
+  docs = twowiki.read_2wiki()
   tok = tokenizer_lib.train_tiny_tokenizer(
       docs,
       HERE / 'tiny_tokenizer',
