@@ -19,10 +19,15 @@ from typing import Any, Callable, Iterator, Sequence
 import grain
 import numpy as np
 
+from search_agent.agent import chatml
 from search_agent.agent import context as context_lib
 from search_agent.agent import renderer as renderer_lib
 from search_agent.agent import trajectory as trajectory_lib
 
+_PARSERS = {
+    'trajectory': trajectory_lib.Trajectory.from_json,
+    'chatml': chatml.import_chatml_line,
+}
 Example = dict[str, np.ndarray]
 RenderFn = Callable[[trajectory_lib.Trajectory], Sequence[tuple[Any, Any]]]
 FEATURES = ('inputs', 'targets', 'loss_mask')
@@ -45,10 +50,18 @@ class DataConfig:
     num_packing_bins: Rows filled at once by first-fit packing.
     seed: Shuffle seed.
     num_epochs: Passes over the data (None = repeat forever).
+    format: 'trajectory' (our JSONL) or 'chatml' (`<tool_call>` chatml
+      lines, imported with agent.chatml).
+    train_lines: [start, stop) of the non-empty lines of train_path to use
+      (stop 0 = to the end).
+    val_lines: The same for val_path.
   """
 
   train_path: str
   val_path: str = ''
+  format: str = 'trajectory'
+  train_lines: tuple[int, int] = (0, 0)
+  val_lines: tuple[int, int] = (0, 0)
   seq_len: int
   micro_batch: int = 1
   micro_steps: int = 1
@@ -60,17 +73,27 @@ class DataConfig:
 class JsonlTrajectories:
   """Random-access source over the lines of a trajectory JSONL file."""
 
-  def __init__(self, path: str):
+  def __init__(
+      self,
+      path: str,
+      lines: tuple[int, int] = (0, 0),
+      fmt: str = 'trajectory',
+  ):
+    if fmt not in _PARSERS:
+      raise DataError(f'format {fmt!r} is unknown; use one of {_PARSERS}')
     self._path = path
-    self._offsets = []
+    self._parse = _PARSERS[fmt]
+    offsets = []
     with open(path, 'rb') as f:
       offset = 0
       for line in f:
         if line.strip():
-          self._offsets.append(offset)
+          offsets.append(offset)
         offset += len(line)
+    start, stop = lines
+    self._offsets = offsets[start : stop or None]
     if not self._offsets:
-      raise DataError(f'{path} holds no trajectories')
+      raise DataError(f'{path} lines {lines} hold no trajectories')
 
   def __len__(self) -> int:
     return len(self._offsets)
@@ -80,7 +103,7 @@ class JsonlTrajectories:
       f.seek(self._offsets[index])
       line = f.readline()
     try:
-      return trajectory_lib.Trajectory.from_json(json.loads(line))
+      return self._parse(json.loads(line))
     except (json.JSONDecodeError, trajectory_lib.TrajectoryFormatError) as e:
       raise DataError(f'{self._path}: trajectory #{index}: {e}') from e
 
@@ -156,7 +179,9 @@ def update_dataset(
     max_fan_out: int = 512,
 ) -> grain.IterDataset:
   """The dataset of optimizer updates (dicts of [M, b, T] int32 arrays)."""
-  ds = grain.MapDataset.source(JsonlTrajectories(path))
+  ds = grain.MapDataset.source(
+      JsonlTrajectories(path, cfg.train_lines, cfg.format)
+  )
   if shuffle:
     ds = ds.shuffle(seed=cfg.seed)
   ds = ds.repeat(cfg.num_epochs)
@@ -189,7 +214,9 @@ def validation_batches(
   """
   rows_ds = grain.experimental.FirstFitPackIterDataset(
       grain.experimental.FlatMapIterDataset(
-          grain.MapDataset.source(JsonlTrajectories(path)).to_iter_dataset(),
+          grain.MapDataset.source(
+              JsonlTrajectories(path, cfg.val_lines, cfg.format)
+          ).to_iter_dataset(),
           _Render(render_fn, cfg.seq_len, 512),
       ),
       length_struct={k: cfg.seq_len for k in FEATURES},

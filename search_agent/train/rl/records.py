@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any
 
 from search_agent.agent import trajectory as traj_lib
+from search_agent.rewards import outcome
 
 
 class GroupFormatError(ValueError):
@@ -90,3 +91,26 @@ class RolloutGroup:
       )
     except (KeyError, TypeError, ValueError) as e:
       raise GroupFormatError(f'malformed rollout group: {e!r}') from e
+
+
+def scored(
+    traj: traj_lib.Trajectory, reward: outcome.RolloutReward
+) -> ScoredTrajectory:
+  """Pairs a rollout's token record with its reward.
+
+  Raises:
+    GroupFormatError: the trajectory has no token-exact record (the learner
+      cannot train on text alone).
+  """
+  if traj.tokens is None:
+    raise GroupFormatError(
+        f'trajectory {traj.id} has no tokens; roll out with a backend that'
+        ' returns token ids, logprobs and policy versions'
+    )
+  return ScoredTrajectory(
+      trajectory_id=traj.id,
+      tokens=traj.tokens,
+      reward=reward.total,
+      correct=reward.correct,
+      coverage=reward.coverage,
+  )

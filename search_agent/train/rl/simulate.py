@@ -13,37 +13,13 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
-from search_agent.train.rl import rollout_times
-from search_agent.train.rl import scheduler as sched_lib
+from search_agent.train.rl import configs
 from search_agent.train.rl import simulator
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'RL config file (tpu_configs/rl.py).', lock_config=True
 )
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
-
-
-def sim_config(c) -> simulator.SimConfig:
-  """The ConfigDict's scheduler and sim sections as a SimConfig."""
-  s = c.sim
-  return simulator.SimConfig(
-      cluster=simulator.ClusterConfig(
-          generation_nodes=s.generation_nodes,
-          group_slots_per_node=s.group_slots_per_node,
-          training_nodes=s.training_nodes,
-          learner_node_minutes_per_group=s.learner_node_minutes_per_group,
-          apply_minutes=s.apply_minutes,
-          turn_minutes=s.turn_minutes,
-      ),
-      times=rollout_times.GroupTimes(
-          median_min=s.median_minutes, p99_min=s.p99_minutes
-      ),
-      scheduler=sched_lib.SchedulerConfig(**c.scheduler.to_dict()),
-      updates=s.updates,
-      zero_signal_prob=s.zero_signal_prob,
-      max_token_age=c.loss.max_token_age,
-      seed=s.seed,
-  )
 
 
 def summary_line(mode: str, r: dict) -> str:
@@ -60,7 +36,7 @@ def summary_line(mode: str, r: dict) -> str:
 def main(argv):
   del argv
   c = _CONFIG.value
-  reports = simulator.compare(sim_config(c), c.sim.oversample)
+  reports = simulator.compare(configs.sim_config(c), c.sim.oversample)
   os.makedirs(_WORKDIR.value, exist_ok=True)
   path = os.path.join(_WORKDIR.value, 'simulation.json')
   with open(path, 'w', encoding='utf-8') as f:

@@ -5,7 +5,7 @@ state and data-iterator position), so a killed run re-launched with the same
 config reproduces the uninterrupted loss curve.
 """
 
-import dataclasses
+import json
 import os
 import time
 from typing import Callable
@@ -16,55 +16,39 @@ import numpy as np
 
 from search_agent.model import config as model_config_lib
 from search_agent.model import maxtext_model
-from search_agent.model import mesh as mesh_lib
 from search_agent.model import tokenizer as tokenizer_lib
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train import data as data_lib
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
 from search_agent.train.sft import metrics as metrics_lib
+from search_agent.train.sft import config as sft_config
 from search_agent.train.sft import step as step_lib
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SFTConfig:
-  """Everything an SFT run needs.
-
-  Attributes:
-    model: The model to build.
-    layout: Its parallel layout.
-    optimizer: Optimizer settings.
-    schedule: Learning-rate schedule.
-    data: Data pipeline settings.
-    checkpoint: Checkpoint cadence.
-    tokenizer_path: tokenizer.json (file or directory).
-    chat_template: Renderer template name ('chatml', 'qwen3').
-    context_policy: Context policy applied when preparing sequences
-      ('sliding_window' as in the recipe, or 'none').
-    keep_last_n_observations: Sliding-window size (tool observations kept).
-    total_updates: Optimizer updates to run (the recipe: 507).
-    eval_every: Validation NLL every this many updates (0 = only at the end).
-  """
-
-  model: model_config_lib.ModelConfig
-  layout: mesh_lib.Parallelism
-  optimizer: optim.OptimizerConfig
-  schedule: schedule_lib.ScheduleConfig
-  data: data_lib.DataConfig
-  checkpoint: checkpoint_lib.CheckpointConfig
-  tokenizer_path: str
-  chat_template: str = 'chatml'
-  context_policy: str = 'sliding_window'
-  keep_last_n_observations: int = 5
-  total_updates: int
-  eval_every: int = 0
+def load_or_train_tokenizer(
+    cfg: sft_config.SFTConfig, workdir: str
+) -> tokenizer_lib.Tokenizer:
+  """The configured tokenizer, or the tiny one trained (once) in workdir."""
+  if cfg.tokenizer_path:
+    return tokenizer_lib.load_tokenizer(cfg.tokenizer_path)
+  out = os.path.join(workdir, 'tokenizer')
+  if os.path.isfile(os.path.join(out, tokenizer_lib.TOKENIZER_FILE)):
+    return tokenizer_lib.load_tokenizer(out)
+  if not cfg.tokenizer_corpus:
+    raise ValueError(
+        'set tokenizer_path, or tokenizer_corpus to train the tiny tokenizer'
+    )
+  with open(cfg.tokenizer_corpus, encoding='utf-8') as f:
+    docs = json.load(f)
+  return tokenizer_lib.train_tiny_tokenizer(docs, out, cfg.model.vocab_size)
 
 
 class _Run:
   """The pieces of one run, built once."""
 
-  def __init__(self, cfg: SFTConfig):
-    tok = tokenizer_lib.load_tokenizer(cfg.tokenizer_path)
+  def __init__(self, cfg: sft_config.SFTConfig, workdir: str):
+    tok = load_or_train_tokenizer(cfg, workdir)
     if tok.vocab_size > cfg.model.vocab_size:
       raise model_config_lib.ModelConfigError(
           f'tokenizer has {tok.vocab_size} ids but the model vocab_size is'
@@ -90,7 +74,7 @@ class _Run:
     self.sharding = step_lib.batch_sharding(self.model)
 
 
-def validation_nll(run: _Run, params, cfg: SFTConfig) -> float:
+def validation_nll(run: _Run, params, cfg: sft_config.SFTConfig) -> float:
   """Token-mean NLL over the whole validation file."""
   nll, count = 0.0, 0.0
   for batch in data_lib.validation_batches(
@@ -102,12 +86,12 @@ def validation_nll(run: _Run, params, cfg: SFTConfig) -> float:
 
 
 def train(
-    cfg: SFTConfig,
+    cfg: sft_config.SFTConfig,
     workdir: str,
     on_update: Callable[[int, dict], None] | None = None,
 ) -> dict:
   """Runs (or resumes) SFT in `workdir`; returns the final state dict."""
-  run = _Run(cfg)
+  run = _Run(cfg, workdir)
   ckpt = checkpoint_lib.Checkpointer(
       os.path.join(workdir, 'checkpoints'), cfg.checkpoint
   )

@@ -1,0 +1,71 @@
+"""tpu_configs/rl.py converts to the library's dataclasses."""
+
+import importlib.util
+
+import pytest
+
+from search_agent.agent import trajectory as traj_lib
+from search_agent.rewards import outcome
+from search_agent.train.rl import configs
+from search_agent.train.rl import records
+
+
+def _load(repo_root, arg=None):
+  spec = importlib.util.spec_from_file_location(
+      'rl_config', repo_root / 'tpu_configs' / 'rl.py'
+  )
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod.get_config(arg)
+
+
+def test_recipe_values(repo_root):
+  c = _load(repo_root)
+  loss = configs.loss_config(c)
+  assert (loss.icepop_low, loss.icepop_high, loss.max_token_age) == (0.2, 5, 8)
+  assert loss.weighting == 'icepop'
+  s = configs.scheduler_config(c)
+  assert (s.groups_per_update, s.start_after_ready, s.admission_window) == (
+      32,
+      8,
+      8,
+  )
+  v = configs.claim_voting(c)
+  assert (
+      v.select_calls,
+      v.select_min_votes,
+      v.judge_calls,
+      v.judge_min_votes,
+  ) == (5, 3, 7, 5)
+  w = configs.reward_weights(c)
+  assert (w.correct, w.coverage) == (0.6, 0.4)
+  assert not configs.advantage_config(c).normalize_std
+  sim = configs.sim_config(c)
+  assert sim.cluster.generation_nodes == 7 and sim.cluster.training_nodes == 10
+
+
+def test_tiny_and_errors(repo_root):
+  c = _load(repo_root, 'tiny')
+  assert configs.scheduler_config(c).groups_per_update == 4
+  c.loss.objective = 'ppo'
+  with pytest.raises(ValueError, match='objective'):
+    configs.loss_config(c)
+  with pytest.raises(ValueError, match='variant'):
+    _load(repo_root, 'huge')
+
+
+def test_scored_needs_tokens():
+  traj = traj_lib.Trajectory(id='r', task_id='t', question='q', messages=())
+  reward = outcome.RolloutReward(correct=1.0, coverage=0.5, total=0.8)
+  with pytest.raises(records.GroupFormatError, match='no tokens'):
+    records.scored(traj, reward)
+  tok = traj_lib.TokenRecord(
+      token_ids=(1,), loss_mask=(1,), logprobs=(-1.0,), versions=(3,)
+  )
+  s = records.scored(
+      traj_lib.Trajectory(
+          id='r', task_id='t', question='q', messages=(), tokens=tok
+      ),
+      reward,
+  )
+  assert (s.reward, s.correct, s.coverage, s.tokens) == (0.8, 1.0, 0.5, tok)
