@@ -1,10 +1,18 @@
-"""Runner: bounded concurrency, crashes recorded as failed, resume."""
+"""Runner: bounded concurrency, crashes recorded as failed, resume; and a
+scripted agent end to end against the real index of the bundled corpus."""
 
 import asyncio
+import json
 
+from search_agent.agent import react
 from search_agent.agent import runner
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
+from search_agent.corpus.sources import CorpusSpec
+from search_agent.llm import scripted
+from search_agent.search import tools
+from search_agent.search.tantivy_backend import tantivy_engine
+from search_agent.search.tantivy_build import build_tantivy_index
 
 TASKS = [
     task_lib.Task(id=f't{i}', question=f'q{i}?', answer='a') for i in range(6)
@@ -52,3 +60,59 @@ def test_bound_crash_and_resume(tmp_path):
   )
   assert sorted(t.id for t in more) == ['t0#1', 't1#1']
   assert len(list(trajectory.iter_jsonl(out))) == 8
+
+
+def test_scripted_agents_against_the_real_index(tmp_path, repo_root):
+  """End to end: runner + ReAct + real Toolbox over the bundled corpus."""
+
+  build_tantivy_index(CorpusSpec(max_docs=500), tmp_path / 'index')
+  engine = tantivy_engine(tmp_path / 'index')
+
+  def policy(messages):
+    """Search the question, visit the top hit, answer its title."""
+    steps = sum(m['role'] == 'assistant' for m in messages)
+    if steps == 0:
+      call = {
+          'name': 'search',
+          'arguments': {'query': [messages[1]['content']]},
+      }
+    elif steps == 1:
+      goal = 'who is named here'
+      call = {'name': 'visit', 'arguments': {'ref_id': ['r1'], 'goal': goal}}
+    else:
+      first = messages[3]['content'].split('[r1] ')[1].split('\n')[0]
+      return f'Confidence: 50%\n<answer>{first}</answer>'
+    return f'<tool_call>{json.dumps(call)}</tool_call>'
+
+  agent = react.ReActAgent(scripted.ScriptedLLM(policy), react.AgentConfig())
+  config = tools.ToolboxConfig(tools=('search', 'visit'), top_k=3)
+  tasks = list(
+      task_lib.iter_tasks(repo_root / 'eval/data/2wiki_demo_tasks.jsonl')
+  )
+
+  async def run_one(task, traj_id):
+    return await agent.run(
+        traj_id=traj_id,
+        task_id=task.id,
+        question=task.question,
+        system_prompt='You search.',
+        toolbox=tools.Toolbox(engine, config=config),
+    )
+
+  out = tmp_path / 'traj.jsonl'
+  try:
+    asyncio.run(runner.run_all(tasks, run_one, out, max_concurrency=2))
+  finally:
+    engine.close()
+  trajs = {t.task_id: t for t in trajectory.iter_jsonl(out)}
+  assert set(trajs) == {t.id for t in tasks}
+  for t in trajs.values():
+    assert t.status == 'answered' and t.meta['steps'] == 3
+    names = [c.name for c in t.tool_calls]
+    assert names == ['search', 'visit']
+    search_obs, visit_obs = [m.content for m in t.messages if m.role == 'tool']
+    assert search_obs.count('URL: https://en.wikipedia.org/wiki/') == 3
+    assert t.final_answer in visit_obs  # the visited page is the top hit
+  boritzer = trajs['2wiki-demo-4']
+  assert boritzer.final_answer == 'Etan Boritzer'
+  assert '1950' in boritzer.messages[5].content

@@ -1,0 +1,110 @@
+"""The eval harness in process: MAS mode, a judge over real HTTP whose
+failures are errors (not "no") and are re-graded on the next run."""
+
+import asyncio
+import importlib.util
+import json
+import pathlib
+
+from eval import datasets
+from eval import grading
+from eval import harness
+from eval import results
+from eval import settings
+from search_agent.llm import openai_client
+from search_agent.llm import registry
+
+_spec = importlib.util.spec_from_file_location(
+    'openai_server',
+    pathlib.Path(__file__).parents[1] / 'llm' / 'openai_server.py',
+)
+openai_server = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(openai_server)
+
+SEARCH = '{"name": "search", "arguments": {"query": ["Lothair II emperor"]}}'
+SCRIPT = (
+    f'<tool_call>{SEARCH}</tool_call>',
+    'Confidence: 70%\n<answer>Lothair II</answer>',
+)
+VERDICT = 'extracted_final_answer: Lothair II\nreasoning: r\ncorrect: {}\nconfidence: 70'
+
+
+def _evaluate(workdir, index, judge_url, repo_root):
+  config = harness.EvalConfig(
+      dataset=datasets.DatasetConfig(
+          name='demo',
+          format='tasks',
+          path=str(repo_root / 'eval/data/2wiki_demo_tasks.jsonl'),
+          limit=2,
+      ),
+      mode='mas',
+      grader=grading.GraderConfig(max_attempts=2, backoff_s=0.0),
+      concurrency=2,
+  )
+  policy = registry.build(
+      registry.from_dict({'kind': 'scripted', 'script': SCRIPT})
+  )
+  judge = openai_client.OpenAIClient(
+      openai_client.OpenAIConfig(
+          base_url=judge_url, model='judge', max_retries=0, timeout_s=5.0
+      )
+  )
+  search = {
+      'index_dir': str(index),
+      'url': '',
+      'tools': ('search',),
+      'top_k': 3,
+  }
+  with settings.toolbox_factory(search, None) as factory:
+    return asyncio.run(
+        harness.evaluate(
+            config,
+            policy=policy,
+            judge=judge,
+            toolbox_factory=factory,
+            workdir=workdir,
+            describe={'judge': {'name': 'judge'}, 'toolbox': factory.manifest},
+        )
+    )
+
+
+def test_mas_eval_with_failing_then_working_judge(
+    tmp_path, tiny_index, repo_root
+):
+  down = openai_server.ScriptedServer(lambda b: (503, 'overloaded'))
+  with down.running():
+    report = _evaluate(tmp_path, tiny_index, down.base_url, repo_root)
+  s = report['summary']
+  assert s['questions'] == 2 and s['graded'] == 0 and s['judge_errors'] == 2
+  assert s['pass_at_1'] is None  # errors are not counted as "no"
+  assert s['judge_attempts'] == 4
+  assert report['manifest']['retries']['judge_attempts_this_run'] == 4
+  recs = results.read_records(tmp_path / results.RESULTS)
+  assert all('attempt 2: LLMError' in r['judge_error'] for r in recs.values())
+
+  def verdict(body):
+    prompt = body['messages'][0]['content']
+    ok = '[correct_answer]: Lothair II' in prompt
+    return 200, openai_server.reply(VERDICT.format('yes' if ok else 'no'))
+
+  up = openai_server.ScriptedServer(verdict)
+  with up.running():
+    report = _evaluate(tmp_path, tiny_index, up.base_url, repo_root)
+  s = report['summary']
+  assert (s['graded'], s['correct'], s['judge_errors']) == (2, 1, 0)
+  assert len(up.requests) == 2  # only the two errors were re-graded
+  lines = (tmp_path / results.RESULTS).read_text().splitlines()
+  assert len(lines) == 4  # append-only; the later record wins
+  # MAS: the verifier's trajectory holds both searchers.
+  traj = json.loads(
+      (tmp_path / results.TRAJECTORIES).read_text().splitlines()[0]
+  )
+  assert traj['meta']['mas_role'] == 'verifier'
+  assert len(traj['meta']['mas']['searchers']) == 2
+  assert report['manifest']['mode'] == 'mas'
+  assert set(report['manifest']['prompts']) == {
+      'agent_system.md',
+      'mas_verifier.md',
+      'mas_attempts.md',
+  }
+  assert report['manifest']['judge']['template'] == 'browsecomp_grader.txt'
