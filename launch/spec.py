@@ -39,16 +39,19 @@ class Binary:
     module: Python module run with `python -m`.
     flags: Flag name -> value, passed as `--name=value` (sorted by name).
     env: Environment variables set for the binary.
+    extra_args: Arguments appended after the flags as given, e.g. config
+      overrides of the binary (`--config.layout.context=4`).
   """
 
   module: str
   flags: Mapping[str, Any]
   env: Mapping[str, str]
+  extra_args: tuple[str, ...] = ()
 
   def argv(self, python: str = 'python') -> list[str]:
     """The command line, `[python, '-m', module, '--flag=value', ...]`."""
     flags = [f'--{k}={_flag_value(v)}' for k, v in sorted(self.flags.items())]
-    return [python, '-m', self.module, *flags]
+    return [python, '-m', self.module, *flags, *self.extra_args]
 
   def check_module(self) -> None:
     """Raises LaunchError unless `python -m {module}` can run from here."""
@@ -126,11 +129,12 @@ class XpkTarget:
 
 
 def binary_from_config(config: Any) -> Binary:
-  """The Binary of a launch ConfigDict (fields module, flags, env)."""
+  """The Binary of a launch ConfigDict (module, flags, env, extra_args)."""
   return Binary(
       module=config.module,
       flags=dict(config.flags),
       env={k: str(v) for k, v in dict(config.env).items()},
+      extra_args=tuple(shlex.split(config.extra_args)),
   )
 
 

@@ -10,7 +10,8 @@ from launch import spec as spec_lib
 
 _PULSE = """
 import json, os, sys
-flags = dict(a[2:].split('=', 1) for a in sys.argv[1:])
+flags = dict(a[2:].split('=', 1) for a in sys.argv[1:] if '=' in a)
+flags['extra'] = [a for a in sys.argv[1:] if '=' not in a]
 os.makedirs(flags['workdir'], exist_ok=True)
 with open(os.path.join(flags['workdir'], 'ran.json'), 'w') as f:
   json.dump({'flags': flags, 'env': os.environ.get('PULSE_ENV')}, f)
@@ -31,11 +32,17 @@ def test_runs_the_binary_with_flags_and_env(pulse_module):
       module='pulse_bin',
       flags={'workdir': str(workdir), 'steps': 2, 'verbose': True},
       env={'PULSE_ENV': 'set'},
+      extra_args=('--quiet',),
   )
   assert spec_lib.run_local(binary, cwd=pulse_module) == 0
   ran = json.loads((workdir / 'ran.json').read_text())
   assert ran == {
-      'flags': {'steps': '2', 'verbose': 'true', 'workdir': str(workdir)},
+      'flags': {
+          'steps': '2',
+          'verbose': 'true',
+          'workdir': str(workdir),
+          'extra': ['--quiet'],
+      },
       'env': 'set',
   }
 
@@ -68,6 +75,7 @@ def test_dry_run_prints_the_same_argv_as_xpk(repo_root):
           '-m',
           'launch.local',
           '--config=tpu_configs/launch/sft.py:tiny',
+          '--config.extra_args=--config.total_updates=2',
           '--dry_run',
       ],
       cwd=repo_root,
@@ -83,4 +91,5 @@ def test_dry_run_prints_the_same_argv_as_xpk(repo_root):
       'search_agent.train.sft',
       '--config=tpu_configs/sft.py:tiny',
       '--workdir=runs/sft-tiny',
+      '--config.total_updates=2',
   ]

@@ -88,6 +88,15 @@ def test_rl_roles_get_their_own_workloads(repo_root):
   )
 
 
+def test_v5p_128_halves_context_parallelism(repo_root):
+  cmd = _command(_load(repo_root, 'sft', 'v5p-128'))
+  assert '--tpu-type=v5p-128' in cmd
+  assert cmd[-1] == (
+      '--command=python -m search_agent.train.sft --config=tpu_configs/sft.py'
+      ' --workdir=gs://search-agent-runs/sft/run0 --config.layout.context=4'
+  )
+
+
 def test_every_variant_builds(repo_root):
   for name, args in (
       ('sft', (None, 'v5p-128', 'tiny')),

@@ -30,6 +30,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   config.flags.config = 'tpu_configs/rl.py'
   config.flags.role = 'learner' if role == 'tiny' else role
   config.flags.workdir = 'gs://search-agent-runs/rl/run0'
+  # More arguments for the binary, shell-quoted (e.g. its config overrides).
+  config.extra_args = ''
   # Environment variables for the binary.
   config.env = ml_collections.ConfigDict()
   config.env.DECOUPLE_GCLOUD = 'TRUE'

@@ -3,8 +3,8 @@
 Variants (`--config=tpu_configs/launch/sft.py:VARIANT`):
   v5p-256 (default): 128 chips, one JAX device each: the recipe's 128-way
     layout (open-recipe.md, SFT: TP=2, CP=8, EP=8 on 16 nodes x 8 GPUs).
-  v5p-128: 64 chips (v5p-N counts TensorCores, two per chip); the SFT
-    config's mesh must then absorb half the devices (its -1 axis).
+  v5p-128: 64 chips (v5p-N counts TensorCores, two per chip): the same
+    recipe with context parallelism 4 instead of 8.
   tiny: the tiny CPU config, for `python -m launch.local`.
 Placeholders to override on the command line: xpk.cluster, xpk.project,
 xpk.zone, xpk.docker_image, flags.workdir (e.g.
@@ -26,6 +26,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   config.flags = ml_collections.ConfigDict()
   config.flags.config = 'tpu_configs/sft.py'
   config.flags.workdir = 'gs://search-agent-runs/sft/run0'
+  # More arguments for the binary, shell-quoted (e.g. its config overrides).
+  config.extra_args = ''
   # Environment variables for the binary.
   config.env = ml_collections.ConfigDict()
   config.env.DECOUPLE_GCLOUD = 'TRUE'
@@ -42,6 +44,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   config.xpk.priority = 'medium'
   # JobSet restarts; SFT resumes from its last orbax checkpoint.
   config.xpk.max_restarts = 3
+  if variant == 'v5p-128':
+    # 64 devices: the recipe's TP=2, EP=8 with context parallelism 4.
+    config.extra_args = '--config.layout.context=4'
   if variant == 'tiny':
     config.flags.config = 'tpu_configs/sft.py:tiny'
     config.flags.workdir = 'runs/sft-tiny'
