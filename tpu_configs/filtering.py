@@ -22,17 +22,26 @@ _TINY_INPUT = _REPO / 'tests' / 'filtering' / 'data' / 'webdancer_20.jsonl'
 
 
 def _llm() -> ml_collections.ConfigDict:
+  """The judge LLM, as search_agent.llm.registry reads it."""
   c = ml_collections.ConfigDict()
-  # OpenAI-compatible endpoint of the judge (vLLM, SGLang, ...); '' = none.
-  c.base_url = ''
+  # '' (no LLM) | 'openai' (any OpenAI-compatible server: vLLM, SGLang)
+  # | 'scripted' (pulse tests only: the same reply to every call).
+  c.kind = ''
+  # Name recorded in the report ('' = the model name or the kind).
+  c.name = ''
+  c.openai = ml_collections.ConfigDict()
+  # API root of the endpoint, e.g. 'http://127.0.0.1:8000/v1'.
+  c.openai.base_url = ''
   # Model name sent with every request.
-  c.model = ''
+  c.openai.model = ''
   # Environment variable holding the API key ('' for servers without auth).
-  c.api_key_env = ''
+  c.openai.api_key_env = ''
   # Read timeout of one request, seconds.
-  c.timeout_s = 600.0
+  c.openai.timeout_s = 600.0
   # Requests in flight at once.
-  c.max_concurrency = 16
+  c.openai.max_concurrency = 16
+  # Replies of the 'scripted' kind.
+  c.script = ('',)
   return c
 
 

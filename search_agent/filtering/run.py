@@ -20,8 +20,8 @@ from search_agent.filtering import degeneration
 from search_agent.filtering import jobs
 from search_agent.filtering import pipeline
 from search_agent.filtering import turn_mask
-from search_agent.llm import openai_client
 from search_agent.llm import protocol
+from search_agent.llm import registry
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Filtering config file.', lock_config=True
@@ -59,18 +59,13 @@ def job_from_config(c: ml_collections.ConfigDict) -> jobs.FilterJob:
 
 
 def llm_from_config(c: ml_collections.ConfigDict) -> protocol.LLM | None:
-  """The judge endpoint, or None when no base_url is configured."""
-  if not c.base_url:
+  """The judge LLM (search_agent.llm.registry), None when kind is ''."""
+  if not c.kind:
     return None
-  return openai_client.OpenAIClient(
-      openai_client.OpenAIConfig(
-          base_url=c.base_url,
-          model=c.model,
-          api_key_env=c.api_key_env,
-          timeout_s=c.timeout_s,
-          max_concurrency=c.max_concurrency,
-      )
-  )
+  section = c.to_dict()
+  if section['kind'] != 'scripted':
+    section.pop('script')
+  return registry.build(registry.from_dict(section))
 
 
 def main(argv):
@@ -83,9 +78,15 @@ def main(argv):
     logging.info('calibration: %s', result['choice'])
   elif job.mode == 'induce_rubric':
     if llm is None:
-      raise app.UsageError('induce_rubric needs --config.llm.base_url')
+      raise app.UsageError('induce_rubric needs an LLM: set --config.llm.kind')
     asyncio.run(jobs.run_rubric_induction(job, _WORKDIR.value, llm))
   else:
+    if llm is None and (job.judge == 'llm' or job.pipeline.turn_mask):
+      raise app.UsageError(
+          'the LLM judge or turn masking needs an LLM: set --config.llm.kind'
+          ' (and .openai.base_url/.model), or use --config.judge=contains'
+          ' and --config.turn_mask.enabled=False'
+      )
     judge_llm = llm if job.judge == 'llm' else None
     turn_llm = llm if job.pipeline.turn_mask is not None else None
     rep = asyncio.run(

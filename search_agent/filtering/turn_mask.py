@@ -7,7 +7,10 @@ keep or mask. At most floor(max_masked_fraction x assistant turns) turns of
 a trajectory are masked; when the judge asks for more, the earliest ones
 are masked and the rest kept (the `capped` count). Masked turns stay in the
 conversation with loss=False. Turns already without loss (failed tool
-calls) and, unless configured, the final answer turn are not judged.
+calls) and, unless configured, the final answer turn are not judged. A
+masked trajectory's token record (if any) no longer matches its loss flags
+and is dropped, with `meta['tokens_dropped']` saying why; the SFT pipeline
+renders messages anyway.
 """
 
 import asyncio
@@ -26,6 +29,10 @@ from search_agent.rewards import judging
 PROMPT_DIR = pathlib.Path(__file__).parent / 'prompts'
 LABELS = ('keep', 'mask')
 TARGET_MARK = '>>> JUDGE THIS TURN <<<'
+TOKENS_DROPPED = (
+    'turn-level masking changed loss flags; re-render the messages to get'
+    ' token ids and the loss mask'
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -167,11 +174,12 @@ def apply_labels(
       dataclasses.replace(m, loss=False) if i in chosen else m
       for i, m in enumerate(traj.messages)
   )
-  return (
-      dataclasses.replace(traj, messages=turns),
-      len(chosen),
-      len(wanted) - len(chosen),
-  )
+  out = dataclasses.replace(traj, messages=turns)
+  if chosen and traj.tokens is not None:
+    # The token loss mask no longer matches the turns: drop it, say so.
+    meta = traj.meta | {'tokens_dropped': TOKENS_DROPPED}
+    out = dataclasses.replace(out, tokens=None, meta=meta)
+  return out, len(chosen), len(wanted) - len(chosen)
 
 
 async def label_all(

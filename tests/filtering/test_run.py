@@ -15,19 +15,19 @@ from search_agent.llm import scripted
 from tpu_configs import filtering as filtering_config
 
 
-def run_binary(repo_root, workdir, *overrides):
+def run_binary(repo_root, workdir, *overrides, variant='tiny', ok=True):
   cmd = [
       sys.executable,
       '-m',
       'search_agent.filtering.run',
-      '--config=tpu_configs/filtering.py:tiny',
+      f'--config=tpu_configs/filtering.py:{variant}',
       f'--workdir={workdir}',
       *overrides,
   ]
   done = subprocess.run(
       cmd, cwd=repo_root, capture_output=True, text=True, timeout=120
   )
-  assert done.returncode == 0, done.stderr[-2000:]
+  assert (done.returncode == 0) == ok, done.stderr[-2000:]
   return done
 
 
@@ -74,6 +74,42 @@ def test_pulse_filter_then_calibrate(repo_root, tmp_path):
   assert 'Chosen threshold' in (out / 'calibration.md').read_text()
 
 
+def test_pulse_iris_with_scripted_llm(repo_root, tmp_path):
+  """The iris variant end to end through the registry's scripted LLM."""
+  data = repo_root / 'tests' / 'filtering' / 'data' / 'webdancer_20.jsonl'
+  reply = '{"correct": true, "label": "keep"}'
+  run_binary(
+      repo_root,
+      tmp_path,
+      f'--config.input_path={data}',
+      '--config.llm.kind=scripted',
+      f"--config.llm.script=('{reply}',)",
+      variant='iris',
+  )
+  rep = json.loads((tmp_path / 'report.json').read_text())
+  stages = {s['name']: s for s in rep['stages']}
+  assert rep['settings']['judge_name'] == 'scripted'
+  assert stages['correctness']['kept'] == 20
+  # Iris N = 2: one of the 20 makes two tool-call turns (both judged).
+  assert stages['min_tool_turns']['kept'] == 1
+  assert stages['turn_mask']['stats']['turns_judged'] == 2
+  assert stages['turn_mask']['stats']['turns_masked'] == 0
+
+
+def test_llm_modes_without_an_llm_fail_clearly(repo_root, tmp_path):
+  done = run_binary(repo_root, tmp_path, variant='iris', ok=False)
+  assert 'input_path is empty' in done.stderr
+  data = repo_root / 'tests' / 'filtering' / 'data' / 'webdancer_20.jsonl'
+  done = run_binary(
+      repo_root,
+      tmp_path,
+      f'--config.input_path={data}',
+      variant='iris',
+      ok=False,
+  )
+  assert 'needs an LLM: set --config.llm.kind' in done.stderr
+
+
 @pytest.mark.parametrize('variant', ['tiny', 'recipe', 'iris'])
 def test_configs_convert(variant):
   c = filtering_config.get_config(variant)
@@ -85,6 +121,10 @@ def test_configs_convert(variant):
     assert job.pipeline.degeneration.max_ratio == 0
     assert job.pipeline.degeneration.check_unterminated
   assert run_lib.llm_from_config(c.llm) is None
+  c.llm.kind = 'openai'
+  c.llm.openai.base_url = 'http://127.0.0.1:1/v1'
+  c.llm.openai.model = 'judge'
+  assert run_lib.llm_from_config(c.llm).name == 'judge'
 
 
 def test_iris_job_with_scripted_judges(repo_root, tmp_path):

@@ -1,11 +1,13 @@
 """Tests for turn-level masking (harness logic: scripted judge)."""
 
 import asyncio
+import dataclasses
 import json
 import re
 
 import pytest
 
+from search_agent.agent import trajectory as T
 from search_agent.filtering import judges
 from search_agent.filtering import turn_mask as TM
 from search_agent.llm import protocol
@@ -122,3 +124,20 @@ def test_custom_rubric_file(make_traj, tmp_path):
 def test_bad_fraction():
   with pytest.raises(ValueError, match='max_masked_fraction'):
     TM.TurnMaskConfig(max_masked_fraction=1.5)
+
+
+def test_masking_drops_a_stale_token_record(make_traj):
+  t = dataclasses.replace(
+      five_turns(make_traj),
+      tokens=T.TokenRecord(
+          token_ids=(1, 2),
+          loss_mask=(0, 1),
+          logprobs=(0.0, -1.0),
+          versions=(-1, 0),
+      ),
+  )
+  out, masked, _ = TM.apply_labels(t, {2: 'mask'}, CFG)
+  assert masked == 1 and out.tokens is None
+  assert out.meta['tokens_dropped'] == TM.TOKENS_DROPPED
+  same, masked, _ = TM.apply_labels(t, {2: 'keep'}, CFG)
+  assert masked == 0 and same.tokens == t.tokens
