@@ -29,7 +29,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # Policy loss: 'icepop' (recipe) or 'grpo_clip' (SearchMaster).
   c.loss = ml_collections.ConfigDict(
       dict(
-          objective='icepop',
+          objective='icepop',  # or 'tis' (Iris) or 'grpo_clip' (SearchMaster)
           icepop_low=0.2,
           icepop_high=5.0,
           max_token_age=8,

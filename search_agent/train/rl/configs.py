@@ -14,8 +14,6 @@ from search_agent.train.rl import rollout_times
 from search_agent.train.rl import scheduler as sched_lib
 from search_agent.train.rl import simulator
 
-OBJECTIVES = ('icepop', 'tis', 'grpo_clip')
-
 
 def reward_weights(c: ml_collections.ConfigDict) -> outcome.RewardWeights:
   return outcome.RewardWeights(
@@ -41,10 +39,6 @@ def advantage_config(c: ml_collections.ConfigDict) -> adv_lib.AdvantageConfig:
 def loss_config(c: ml_collections.ConfigDict) -> loss_lib.PolicyLossConfig:
   """The policy loss; 'grpo_clip' selects `loss.clipped_loss_sums`."""
   l = c.loss
-  if l.objective not in OBJECTIVES:
-    raise ValueError(
-        f'loss.objective {l.objective!r} is not one of {OBJECTIVES}'
-    )
   return loss_lib.PolicyLossConfig(
       icepop_low=l.icepop_low,
       icepop_high=l.icepop_high,
@@ -52,7 +46,7 @@ def loss_config(c: ml_collections.ConfigDict) -> loss_lib.PolicyLossConfig:
       clip_low=l.clip_low,
       clip_high=l.clip_high,
       kl_coef=l.kl_coef,
-      weighting='tis' if l.objective == 'tis' else 'icepop',
+      objective=l.objective,
       tis_cap=c.rollout.tis_cap,
   )
 

@@ -90,11 +90,18 @@ def microbatch_sums(
     batch: loss_lib.LossBatch,
     version: int,
     cfg: loss_lib.PolicyLossConfig,
+    ref_params: Any = None,
 ) -> tuple[Any, loss_lib.LossSums]:
   """Gradient of the objective SUM of one microbatch, and its sums."""
+  if cfg.objective == 'grpo_clip':
+    ref_bt = jax.lax.stop_gradient(logprob_fn(ref_params, tokens_bt))
 
   def objective(p):
-    sums = loss_lib.loss_sums(logprob_fn(p, tokens_bt), batch, version, cfg)
+    lp = logprob_fn(p, tokens_bt)
+    if cfg.objective == 'grpo_clip':
+      sums = loss_lib.clipped_loss_sums(lp, ref_bt, batch, version, cfg)
+    else:
+      sums = loss_lib.loss_sums(lp, batch, version, cfg)
     return sums.objective, sums
 
   return jax.grad(objective, has_aux=True)(params)
@@ -106,18 +113,25 @@ def update_gradients(
     microbatches: Sequence[Microbatch],
     version: int,
     cfg: loss_lib.PolicyLossConfig = loss_lib.PolicyLossConfig(),
+    ref_params: Any = None,
 ) -> tuple[Any, dict[str, jax.Array]]:
   """Gradient of L_PG over a whole update, normalized once.
+
+  `ref_params` (the frozen reference policy) is needed by 'grpo_clip' only.
 
   Returns:
     (grads of the loss -sum/N, metrics from `loss.finalize`).
   """
   if not microbatches:
     raise ValueError('an update needs at least one microbatch')
+  if cfg.objective == 'grpo_clip' and ref_params is None:
+    raise ValueError('objective grpo_clip needs ref_params')
   step = jax.jit(microbatch_sums, static_argnums=(0, 5))
   grads, sums = None, None
   for mb in microbatches:
-    g, s = step(logprob_fn, params, mb.tokens_bt, mb.batch, version, cfg)
+    g, s = step(
+        logprob_fn, params, mb.tokens_bt, mb.batch, version, cfg, ref_params
+    )
     grads = g if grads is None else jax.tree.map(jnp.add, grads, g)
     sums = s if sums is None else loss_lib.add_sums(sums, s)
   n = jnp.maximum(sums.tokens, 1.0)

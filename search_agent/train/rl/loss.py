@@ -20,6 +20,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+OBJECTIVES = ('icepop', 'tis', 'grpo_clip')
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PolicyLossConfig:
@@ -33,8 +35,9 @@ class PolicyLossConfig:
     clip_low: GRPO variant: ratio clip 1 - clip_low.
     clip_high: GRPO variant: ratio clip 1 + clip_high.
     kl_coef: GRPO variant: weight of the k3 KL to the reference policy.
-    weighting: 'icepop' (the recipe) or 'tis' (Iris: truncated importance
-      sampling, w~ = min(w, tis_cap), for spliced partial-rollout prefixes).
+    objective: 'icepop' (the recipe), 'tis' (Iris: truncated importance
+      sampling, w~ = min(w, tis_cap), for spliced partial-rollout prefixes)
+      or 'grpo_clip' (SearchMaster; see `clipped_loss_sums`).
     tis_cap: Truncation cap of 'tis'.
   """
 
@@ -45,13 +48,13 @@ class PolicyLossConfig:
   clip_low: float = 0.2
   clip_high: float = 0.28
   kl_coef: float = 0.001
-  weighting: str = 'icepop'
+  objective: str = 'icepop'
   tis_cap: float = 2.0
 
   def __post_init__(self):
-    if self.weighting not in ('icepop', 'tis'):
+    if self.objective not in OBJECTIVES:
       raise ValueError(
-          f"weighting must be 'icepop' or 'tis', got {self.weighting!r}"
+          f'objective must be one of {OBJECTIVES}, got {self.objective!r}'
       )
 
 
@@ -142,7 +145,9 @@ def loss_sums(
     cfg: Loss constants.
   """
   m = eligible_mask(batch, version, cfg)
-  weights = icepop_weights if cfg.weighting == 'icepop' else tis_weights
+  if cfg.objective == 'grpo_clip':
+    raise ValueError('objective grpo_clip needs clipped_loss_sums')
+  weights = icepop_weights if cfg.objective == 'icepop' else tis_weights
   w, kept = weights(logprobs_bt, batch.gen_logprobs_bt, cfg)
   coef = jax.lax.stop_gradient(batch.advantages_b[:, None] * w)
   objective = jnp.where(m, coef * logprobs_bt, 0.0).sum()

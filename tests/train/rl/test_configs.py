@@ -23,7 +23,7 @@ def test_recipe_values(repo_root):
   c = _load(repo_root)
   loss = configs.loss_config(c)
   assert (loss.icepop_low, loss.icepop_high, loss.max_token_age) == (0.2, 5, 8)
-  assert loss.weighting == 'icepop'
+  assert loss.objective == 'icepop'
   s = configs.scheduler_config(c)
   assert (s.groups_per_update, s.start_after_ready, s.admission_window) == (
       32,

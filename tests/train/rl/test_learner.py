@@ -85,3 +85,27 @@ def test_too_long_trajectory_is_an_error():
   groups = _groups(np.random.default_rng(3), n_groups=1)
   with pytest.raises(learner.SequenceTooLongError, match='seq_len'):
     learner.pack_update(groups, seq_len=2, batch_size=4)
+
+
+def test_grpo_clip_matches_icepop_on_policy():
+  """On-policy (ratio 1) at the reference, both objectives share a gradient."""
+  rng = np.random.default_rng(4)
+  w = jnp.asarray(rng.normal(size=(V, V)), jnp.float32)
+  groups = _groups(rng, n_groups=2)
+  mbs = learner.pack_update(groups, seq_len=12, batch_size=4)
+  on_policy = []
+  for mb in mbs:
+    lp = np.asarray(_logprobs(w, jnp.asarray(mb.tokens_bt)))
+    on_policy.append(
+        learner.Microbatch(
+            tokens_bt=mb.tokens_bt, batch=mb.batch._replace(gen_logprobs_bt=lp)
+        )
+    )
+  g_ice, _ = learner.update_gradients(_logprobs, w, on_policy, version=3)
+  cfg = loss_lib.PolicyLossConfig(objective='grpo_clip', kl_coef=0.001)
+  g_clip, _ = learner.update_gradients(
+      _logprobs, w, on_policy, version=3, cfg=cfg, ref_params=w
+  )
+  np.testing.assert_allclose(g_clip, g_ice, atol=1e-5)
+  with pytest.raises(ValueError, match='ref_params'):
+    learner.update_gradients(_logprobs, w, on_policy, version=3, cfg=cfg)

@@ -114,7 +114,7 @@ def test_truncated_importance_sampling_on_a_spliced_prefix():
       advantages_b=np.array([1.0], np.float32),
   )
   tis = loss_lib.loss_sums(
-      lp, batch, 6, loss_lib.PolicyLossConfig(weighting='tis')
+      lp, batch, 6, loss_lib.PolicyLossConfig(objective='tis')
   )
   want = np.sum(np.minimum(ratios, 2.0) * np.asarray(lp))
   assert float(tis.objective) == pytest.approx(want, rel=1e-5)
