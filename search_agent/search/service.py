@@ -18,15 +18,28 @@ limits. A failing backend is a 503. Nothing the caller sends can cause a 500.
 
 import dataclasses
 import json
+import pathlib
 from typing import Any
 
+from absl import logging
 import anyio
 import fastapi
 from fastapi import responses
 
+from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import client as client_lib
+from search_agent.search import es_backend
+from search_agent.search import tantivy_index
+from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.backend import BackendError
+from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.engine import EngineConfig
 from search_agent.search.engine import SearchEngine
+from search_agent.search.guard import GuardConfig
+from search_agent.search.guard import LeakageGuard
+from search_agent.search.snippets import SnippetConfig
+from search_agent.search.tantivy_backend import tantivy_engine
+from search_agent.search.tantivy_build import build_tantivy_index
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -136,3 +149,52 @@ def create_app(engine: SearchEngine, limits: ServiceLimits) -> fastapi.FastAPI:
     return {'documents': [d.to_json() if d else None for d in docs]}
 
   return app
+
+
+def engine_config(c) -> EngineConfig:
+  """EngineConfig from the `engine` section of tpu_configs/search/serve.py."""
+  e = c.engine
+  return EngineConfig(
+      rrf_k=e.rrf_k,
+      weights=dict(e.weights),
+      depth_factor=e.depth_factor,
+      min_depth=e.min_depth,
+      max_k=e.max_k,
+      max_query_chars=e.max_query_chars,
+      snippet=SnippetConfig(
+          window_words=e.snippet_window_words, max_words=e.snippet_max_words
+      ),
+  )
+
+
+def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
+  """Opens the engine a serve/calibrate config names.
+
+  A tantivy index is built first when `build_if_missing` and none exists.
+
+  Raises:
+    BackendError: if there is no usable index.
+    ValueError: for an unknown backend.
+  """
+  guard = LeakageGuard(GuardConfig(blocked_patterns=tuple(c.blocked_patterns)))
+  if c.backend == 'tantivy':
+    index_dir = pathlib.Path(c.index_dir or pathlib.Path(workdir) / 'index')
+    built = (index_dir / tantivy_index.CONFIG_FILE).is_file()
+    if not built and c.build_if_missing:
+      logging.info('building %s from %s', index_dir, c.corpus.kind)
+      build_tantivy_index(
+          CorpusSpec(**c.corpus), index_dir, IndexBuildConfig(**c.build)
+      )
+    return tantivy_engine(
+        index_dir, engine_config(c), guard, threads=c.backend_threads
+    )
+  if c.backend == 'opensearch':
+    backend = es_backend.EsBackend(es_backend.es_index_config(c.opensearch))
+    build = backend.build_config
+    analyzer = QueryAnalyzer(
+        stem=build.stem, remove_stopwords=build.remove_stopwords
+    )
+    return SearchEngine(backend, engine_config(c), guard, analyzer=analyzer)
+  raise ValueError(
+      f"backend must be 'tantivy' or 'opensearch', got {c.backend!r}"
+  )

@@ -9,13 +9,14 @@ import pytest
 
 from index import serve
 from search_agent.search import client
+from search_agent.search import service
 from tpu_configs.search import serve as serve_config
 
 
 def test_serve_pulse(tmp_path):
   c = serve_config.get_config('tiny')
   c.port = portpicker.pick_unused_port()
-  engine = serve.open_engine(c, tmp_path)  # builds 500 documents
+  engine = service.open_engine(c, tmp_path)  # builds 500 documents
   assert (tmp_path / 'index' / 'manifest.json').is_file()
   server = serve.make_server(engine, c)
   thread = threading.Thread(target=server.run, daemon=True)
@@ -49,6 +50,6 @@ def test_unknown_backend_and_variant_are_rejected(tmp_path):
   c = serve_config.get_config()
   c.backend = 'solr'
   with pytest.raises(ValueError, match='tantivy'):
-    serve.open_engine(c, tmp_path)
+    service.open_engine(c, tmp_path)
   with pytest.raises(ValueError, match='unknown variant'):
     serve_config.get_config('huge')
