@@ -244,23 +244,18 @@ def es_index_config(config) -> EsIndexConfig:
 
   Args:
     config: A ConfigDict (or any object) with `cluster`, `index` and `bulk`
-      sections as in that file.
+      sections as in that file; a field left out keeps its default, an
+      unknown field is an error.
+
+  Raises:
+    TypeError: for a field the dataclasses do not have.
   """
-  cluster, index, bulk = config.cluster, config.index, config.bulk
+  cluster = dict(config.cluster)
+  hosts = tuple(cluster.pop('hosts', ClusterConfig.hosts))
+  index = dict(config.index)
   return EsIndexConfig(
-      cluster=ClusterConfig(
-          flavor=cluster.flavor,
-          hosts=tuple(cluster.hosts),
-          request_timeout_s=cluster.request_timeout_s,
-          client_retries=cluster.client_retries,
-      ),
-      index_prefix=index.prefix,
-      shards=index.shards,
-      replicas=index.replicas,
-      bulk=es_bulk.BulkConfig(
-          actions_per_request=bulk.actions_per_request,
-          max_retries=bulk.max_retries,
-          initial_backoff_s=bulk.initial_backoff_s,
-          max_backoff_s=bulk.max_backoff_s,
-      ),
+      cluster=ClusterConfig(hosts=hosts, **cluster),
+      index_prefix=index.pop('prefix'),
+      bulk=es_bulk.BulkConfig(**dict(config.bulk)),
+      **index,
   )

@@ -35,12 +35,15 @@ class ClusterConfig:
     request_timeout_s: Per-request timeout.
     client_retries: Retries the client itself makes on connection errors
       and timeouts, before a call fails.
+    connections: HTTP connections kept open per node: the most calls from
+      concurrent threads that do not wait for a connection.
   """
 
   flavor: str = 'opensearch'
   hosts: tuple[str, ...] = ('http://127.0.0.1:9200',)
   request_timeout_s: float = 30.0
   client_retries: int = 1
+  connections: int = 16
 
   def __post_init__(self):
     if self.flavor not in FLAVORS:
@@ -57,6 +60,7 @@ def _raw_client(config: ClusterConfig):
         max_retries=config.client_retries,
         retry_on_timeout=True,
         http_compress=True,
+        pool_maxsize=config.connections,
     )
   return elasticsearch.Elasticsearch(
       hosts=list(config.hosts),
@@ -64,6 +68,7 @@ def _raw_client(config: ClusterConfig):
       max_retries=config.client_retries,
       retry_on_timeout=True,
       http_compress=True,
+      connections_per_node=config.connections,
   )
 
 

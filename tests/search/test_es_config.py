@@ -38,6 +38,13 @@ def test_serve_config_opensearch_section_converts(repo_root):
   assert es == es_backend.es_index_config(ours)
 
 
+def test_unknown_field_is_an_error(repo_root):
+  config = _get_config(repo_root)
+  config.bulk.max_retires = 3
+  with pytest.raises(TypeError, match='max_retires'):
+    es_backend.es_index_config(config)
+
+
 def test_unknown_variant_is_an_error(repo_root):
   with pytest.raises(ValueError, match="unknown variant 'huge'"):
     _get_config(repo_root, 'huge')

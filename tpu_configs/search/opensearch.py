@@ -24,6 +24,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           request_timeout_s=30.0,
           # Retries the client makes itself on connection errors/timeouts.
           client_retries=1,
+          # HTTP connections per node (concurrent calls that need not wait).
+          connections=16,
       )
   )
   c.index = ml_collections.ConfigDict(
