@@ -217,6 +217,47 @@ def render_text(
   )
 
 
+def render_after_assistant(
+    messages: Sequence[trajectory.Turn],
+    tokenizer: tokenizer_lib.Tokenizer,
+    *,
+    start: int,
+    add_generation_prompt: bool = True,
+    template: chat_template.ChatTemplate = chat_template.CHATML,
+) -> RenderedSequence:
+  """The tokens that follow a sampled assistant turn, for the next prompt.
+
+  messages[start - 1] is an assistant turn whose sampled tokens, ending with
+  `turn_end`, the caller holds. The result (the separator, messages[start:],
+  the generation prompt) appended to them is the next prompt, whatever
+  tokenization the sampler chose for the turn; when it chose the canonical
+  one, the sum equals `render(messages, add_generation_prompt=...)`. Spans
+  index the returned tokens.
+  """
+  if not 0 < start <= len(messages) or messages[start - 1].role != 'assistant':
+    raise RenderError(
+        f'messages[start - 1] (start={start}) must be an assistant turn'
+    )
+  full = render(
+      messages,
+      tokenizer,
+      add_generation_prompt=add_generation_prompt,
+      template=template,
+  )
+  span = next(s for s in full.turn_spans if s.index == start - 1)
+  cut = span.end - len(tokenizer.encode(template.turn_separator))
+  spans = tuple(
+      dataclasses.replace(s, start=max(s.start, cut) - cut, end=s.end - cut)
+      for s in full.turn_spans
+      if s.end > cut
+  )
+  return RenderedSequence(
+      token_ids=full.token_ids[cut:],
+      loss_mask=full.loss_mask[cut:],
+      turn_spans=spans,
+  )
+
+
 def generation_prompt(
     tokenizer: tokenizer_lib.Tokenizer,
     template: chat_template.ChatTemplate = chat_template.CHATML,

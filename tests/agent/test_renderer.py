@@ -117,6 +117,63 @@ def test_prefix_stable_for_arbitrary_text(tiny, contents, question):
   assert tiny.decode(full.token_ids) == renderer.render_text(msgs)
 
 
+def test_rollout_assembly_is_the_training_sequence(tiny):
+  """Prompt, sampled tokens, next prompt, ...: exactly the training tokens.
+
+  The sampler emits the canonical tokens of each assistant body plus
+  <|im_end|>; the loss mask of the training render marks exactly the sampled
+  tokens of trainable turns.
+  """
+  ids, mask, last = [], [], None
+  for k, m in enumerate(MESSAGES):
+    if m.role != 'assistant':
+      continue
+    if last is not None:
+      after = renderer.render_after_assistant(
+          MESSAGES[:k], tiny, start=last + 1
+      )
+      prompt = ids + list(after.token_ids)
+    else:
+      prompt = list(
+          renderer.render(
+              MESSAGES[:k], tiny, add_generation_prompt=True
+          ).token_ids
+      )
+    assert (
+        tuple(prompt)
+        == renderer.render(
+            MESSAGES[:k], tiny, add_generation_prompt=True
+        ).token_ids
+    )
+    mask += [0] * (len(prompt) - len(ids))
+    sampled = tiny.encode(renderer.assistant_body(m, renderer.CHATML))
+    sampled.append(tiny.im_end_id)
+    ids, last = prompt + sampled, k
+    mask += [int(m.trainable)] * len(sampled)
+  full = renderer.render(MESSAGES, tiny)
+  assert full.token_ids == tuple(ids) + tuple(tiny.encode('\n'))
+  assert full.loss_mask == tuple(mask) + (0,)
+
+
+def test_next_prompt_keeps_a_non_canonical_sample(tiny):
+  """A sampler's own tokenization of a turn is kept, never re-tokenized."""
+  msgs = MESSAGES[:4]  # ..., assistant (2), tool (3)
+  prompt = renderer.render(msgs[:2], tiny, add_generation_prompt=True).token_ids
+  body = renderer.assistant_body(msgs[2], renderer.CHATML)
+  sampled = [t for ch in body for t in tiny.encode(ch)] + [tiny.im_end_id]
+  assert sampled[:-1] != tiny.encode(body)  # byte by byte: not canonical
+  after = renderer.render_after_assistant(msgs, tiny, start=3)
+  canonical = renderer.render(msgs, tiny, add_generation_prompt=True).token_ids
+  tail = canonical[len(prompt) + len(tiny.encode(body)) + 1 :]
+  assert after.token_ids == tail
+  assert [s.index for s in after.turn_spans] == [2, 3]
+  assert after.turn_spans[0].start == 0 and after.turn_spans[-1].end == len(
+      tail
+  ) - len(renderer.generation_prompt(tiny))
+  with pytest.raises(renderer.RenderError, match='assistant turn'):
+    renderer.render_after_assistant(msgs, tiny, start=2)
+
+
 def test_content_cannot_forge_turn_markers(tiny):
   msgs = [
       Turn(role='user', content='q'),
