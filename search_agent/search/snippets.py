@@ -16,6 +16,7 @@ none is given, from the document itself: sentences as the collection.
 
 import bisect
 import dataclasses
+import functools
 import math
 import re
 from typing import Callable, Mapping, Sequence
@@ -23,10 +24,9 @@ from typing import Callable, Mapping, Sequence
 from search_agent.search import analysis
 from search_agent.search.analysis import QueryAnalyzer
 
-_WORD_RE = re.compile(r'\S+')
 # The end of a sentence: terminal punctuation before whitespace, or a line
 # break (the match starts inside the sentence's last word).
-_SENTENCE_END_RE = re.compile(r'[.!?]["\')\]]*(?=\s)|\S(?=[ \t]*\n)')
+_SENTENCE_END_RE = re.compile('[.!?]["\')\\]]*(?= |$)|' + '\x1e')
 
 IdfFn = Callable[[Sequence[str]], Mapping[str, float]]
 
@@ -74,49 +74,71 @@ class _Doc:
   sentence_ends: list[int]  # word indexes that end a sentence, ascending
 
 
-def _word_index(starts: list[int], offset: int) -> int:
-  return bisect.bisect_right(starts, offset) - 1
+_LINE_END = '\x1e'  # marks a word that ends a line (a sentence end)
+_LINE_END_RE = re.compile(r'(\S)[ \t\r\f\v]*\n')
 
 
+@functools.lru_cache(maxsize=8192)
 def _bounded(pattern: str) -> re.Pattern:
   """`pattern` as whole tokens (not inside a run of letters/digits)."""
   return re.compile(rf'(?<![^\W_])(?:{pattern})(?![^\W_])', re.I)
 
 
+class _WordCounter:
+  """Word index of ascending offsets into single-space-joined words."""
+
+  def __init__(self, norm: str):
+    self._norm, self._offset, self._index = norm, 0, 0
+
+  def __call__(self, offset: int) -> int:
+    if offset < self._offset:  # not ascending: count from the start
+      self._offset = self._index = 0
+    self._index += self._norm.count(' ', self._offset, offset)
+    self._offset = offset
+    return self._index
+
+
 def _analyze(text, query_terms, phrases, analyzer: QueryAnalyzer) -> _Doc:
   """Locates query terms, phrases and sentence ends in `text`.
 
-  Only the distinct token forms of the text are analyzed; their
-  occurrences are then found with one regex, so the cost is a few C-level
-  passes over the text plus Python work per match.
+  The text is reduced to its words joined by single spaces (line ends
+  marked), so a character offset maps to a word index by counting spaces
+  (in C). Only distinct token forms sharing a first letter with a query
+  term are analyzed (stemming keeps the first letter); their occurrences
+  are found with one cached regex. Python work is per match, not per word.
   """
-  matches = list(_WORD_RE.finditer(text))
-  words = [m.group() for m in matches]
-  starts = [m.start() for m in matches]
+  words = _LINE_END_RE.sub('\\1' + _LINE_END + ' ', text).split()
+  norm = ' '.join(words)
   positions: dict[str, list[int]] = {t: [] for t in query_terms}
-  forms = [
-      f for f in set(analysis.raw_tokens(text)) if analyzer.term(f) in positions
-  ]
+  firsts = {t[:1] for t in query_terms}
+  forms = sorted(
+      f
+      for f in set(analysis.raw_tokens(norm))
+      if f[:1] in firsts and analyzer.term(f) in positions
+  )
   if forms:
+    index = _WordCounter(norm)
     alternation = '|'.join(map(re.escape, sorted(forms, key=len, reverse=True)))
-    for m in _bounded(alternation).finditer(text):
+    for m in _bounded(alternation).finditer(norm):
       term = analyzer.term(m.group().lower())
-      positions[term].append(_word_index(starts, m.start()))
+      positions[term].append(index(m.start()))
   spans = []
   for phrase in phrases:
     toks = analysis.raw_tokens(phrase)
     if toks:
+      index = _WordCounter(norm)
       pattern = _bounded(r'[\W_]+'.join(map(re.escape, toks)))
-      for m in pattern.finditer(text):
-        spans.append(
-            (_word_index(starts, m.start()), _word_index(starts, m.end() - 1))
-        )
-  ends = sorted(
-      {_word_index(starts, m.start()) for m in _SENTENCE_END_RE.finditer(text)}
-  )
+      for m in pattern.finditer(norm):
+        spans.append((index(m.start()), index(m.end() - 1)))
+  index = _WordCounter(norm)
+  ends = [index(m.start()) for m in _SENTENCE_END_RE.finditer(norm)]
   if words and (not ends or ends[-1] != len(words) - 1):
     ends.append(len(words) - 1)
-  return _Doc(words, positions, sorted(spans), ends)
+  return _Doc(words, positions, sorted(spans), sorted(set(ends)))
+
+
+def _join(doc: _Doc, lo: int, hi: int) -> str:
+  return ' '.join(doc.words[lo:hi]).replace(_LINE_END, '')
 
 
 def _local_idf(doc: _Doc) -> dict[str, float]:
@@ -248,7 +270,7 @@ def make_snippet(
   sentences = _sentences(doc, 0, len(doc.words))
   if not scorer.match_positions:
     lo, hi = next(_candidates(scorer, sentences, 0, 0, budget))
-    return ' '.join(doc.words[lo:hi])
+    return _join(doc, lo, hi)
   w_lo, w_hi = scorer.best_span(0, len(doc.words), config.window_words)
 
   def key(span):
@@ -261,7 +283,7 @@ def make_snippet(
   first = bisect.bisect_right(ends, w_lo)
   last = bisect.bisect_left(ends, w_hi)
   lo, hi = max(_candidates(scorer, sentences, first, last, budget), key=key)
-  return ' '.join(doc.words[lo:hi])
+  return _join(doc, lo, hi)
 
 
 def best_windows(
@@ -299,7 +321,5 @@ def best_windows(
     e = min(s + width, len(doc.words))
     if any(s < w.end and w.start < e for w in out):
       continue
-    out.append(
-        Window(start=s, end=e, text=' '.join(doc.words[s:e]), score=score)
-    )
+    out.append(Window(start=s, end=e, text=_join(doc, s, e), score=score))
   return out

@@ -22,6 +22,7 @@ from search_agent.corpus.record import Document
 from search_agent.search import tantivy_index
 from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.backend import BackendError
+from search_agent.search.backend import VIEWS
 from search_agent.search.engine import EngineConfig
 from search_agent.search.engine import SearchEngine
 from search_agent.search.guard import LeakageGuard
@@ -103,15 +104,21 @@ class TantivyBackend:
         return parents[:k]
       limit *= 4
 
+  def rank_view(self, q: ParsedQuery, view: str, k: int) -> list[str]:
+    """Up to k doc_ids best first in one view (see `view_rankings`)."""
+    if view == 'doc':
+      query = self._query(self._doc_schema, 'text', q)
+      return self._search(self._doc_searcher, query, k)
+    if view == 'title':
+      query = self._query(self._doc_schema, 'title', q)
+      return self._search(self._doc_searcher, query, k)
+    if view == 'passage':
+      query = self._query(self._passage_schema, 'text', q)
+      return self._passage_parents(query, k)
+    raise ValueError(f'unknown view {view!r}; views are {VIEWS}')
+
   def _rank_one(self, q: ParsedQuery, k: int) -> dict[str, list[str]]:
-    ds, ps = self._doc_schema, self._passage_schema
-    return {
-        'doc': self._search(self._doc_searcher, self._query(ds, 'text', q), k),
-        'passage': self._passage_parents(self._query(ps, 'text', q), k),
-        'title': self._search(
-            self._doc_searcher, self._query(ds, 'title', q), k
-        ),
-    }
+    return {view: self.rank_view(q, view, k) for view in VIEWS}
 
   def view_rankings(
       self, queries: Sequence[ParsedQuery], k: int

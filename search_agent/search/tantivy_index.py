@@ -49,7 +49,8 @@ def passage_schema():
   return b.build()
 
 
-def _register(index, config: IndexBuildConfig):
+def register(index, config: IndexBuildConfig):
+  """Registers the analyzer `config` asks for on a tantivy index."""
   index.register_tokenizer(
       analysis.ANALYZER_NAME,
       analysis.build_analyzer(
@@ -70,10 +71,8 @@ def open_indexes(index_dir: pathlib.Path):
     )
   config = IndexBuildConfig(**json.loads(config_path.read_text()))
   try:
-    doc = _register(tantivy.Index.open(str(index_dir / DOC_DIR)), config)
-    passage = _register(
-        tantivy.Index.open(str(index_dir / PASSAGE_DIR)), config
-    )
+    doc = register(tantivy.Index.open(str(index_dir / DOC_DIR)), config)
+    passage = register(tantivy.Index.open(str(index_dir / PASSAGE_DIR)), config)
   except ValueError as e:
     raise BackendError(f'cannot open the tantivy index in {index_dir}: {e}')
   doc_ids = (index_dir / DOC_IDS_FILE).read_text().split('\n')[:-1]
@@ -103,10 +102,10 @@ class IndexWriter:
     self._passage_schema = passage_schema()
     (self._dir / DOC_DIR).mkdir(parents=True, exist_ok=True)
     (self._dir / PASSAGE_DIR).mkdir(parents=True, exist_ok=True)
-    self._doc_index = _register(
+    self._doc_index = register(
         tantivy.Index(self._doc_schema, str(self._dir / DOC_DIR)), config
     )
-    self._passage_index = _register(
+    self._passage_index = register(
         tantivy.Index(self._passage_schema, str(self._dir / PASSAGE_DIR)),
         config,
     )

@@ -1,0 +1,122 @@
+r"""Benchmarks the embedded search stack (not a timed test).
+
+  python -m index.bench --config=tpu_configs/search/bench.py --workdir=DIR
+
+For the bundled 2Wiki corpus and a deterministic synthetic corpus: build
+rate (both views in one pass, and each view alone), index size, RSS, and
+top-k latency p50/p99 and QPS at each concurrency for the doc view alone,
+the fused three views, and the full pipeline with snippets. A corpus
+already built in DIR (DIR/<corpus>-build.json) is reused, so
+`--config.stages=build` then a second run measures on the same index.
+"""
+
+import json
+import pathlib
+import time
+
+from absl import app
+from absl import flags
+from ml_collections import config_flags
+
+from search_agent.corpus import synthetic
+from search_agent.corpus import twowiki
+from search_agent.search import benchmark
+from search_agent.search import fusion
+from search_agent.search import tantivy_index
+from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.tantivy_backend import tantivy_engine
+
+_CONFIG = config_flags.DEFINE_config_file(
+    'config', None, 'tpu_configs/search/bench.py', lock_config=True
+)
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Scratch and output dir.')
+flags.mark_flags_as_required(['config', 'workdir'])
+
+
+def _corpus(name, c, vocab):
+  if name == 'bundled':
+    return lambda: iter(twowiki.read_2wiki())
+  spec = synthetic.SyntheticSpec(
+      num_docs=c.synthetic_docs, seed=c.synthetic_seed
+  )
+  return lambda: synthetic.iter_documents(spec, vocab)
+
+
+def _build(docs, index_dir, config, heap_mb) -> dict:
+  start = time.perf_counter()
+  with tantivy_index.IndexWriter(index_dir, config, heap_mb * 10**6) as w:
+    w.add_all(docs)
+  seconds = time.perf_counter() - start
+  return {
+      'counts': w.counts,
+      'seconds': round(seconds, 1),
+      'docs_per_s_both_views': round(w.counts['doc'] / seconds, 1),
+      'index_mb': benchmark.dir_mb(index_dir),
+  }
+
+
+def _latency(engine, queries, c) -> list[dict]:
+  backend, cfg, k = engine.backend, engine.config, c.k
+  depth = max(cfg.min_depth, cfg.depth_factor * k)
+  calls = {
+      'doc view': lambda q: backend.rank_view(engine.parse(q), 'doc', k),
+      '3 views + RRF': lambda q: fusion.weighted_rrf(
+          backend.view_rankings([engine.parse(q)], depth)[0], cfg.weights,
+          cfg.rrf_k,
+      ),
+      '3 views + RRF + snippets': lambda q: engine.search([q], k),
+  }  # fmt: skip
+  return [
+      benchmark.measure_latency(name, call, queries, n, c.warmup).__dict__
+      for n in c.concurrency
+      for name, call in calls.items()
+  ]
+
+
+def _build_stage(name, c, workdir, vocab) -> dict:
+  """Builds (or, when already built, reloads the figures of) one corpus."""
+  saved = workdir / f'{name}-build.json'
+  if saved.exists():
+    return json.loads(saved.read_text())
+  make_docs, config = _corpus(name, c, vocab), IndexBuildConfig(**c.index)
+  out = {'build': _build(make_docs(), workdir / name, config, c.heap_mb)}
+  subset = [d for _, d in zip(range(c.per_view_docs), make_docs())]
+  out['build_single_view'] = [
+      benchmark.single_view_build_rate(
+          subset, workdir / f'{name}-{v}-only', v, config, c.heap_mb * 10**6
+      )
+      for v in ('doc', 'passage')
+  ]
+  out['rss_mb_after_build'] = benchmark.rss_mb()
+  saved.write_text(json.dumps(out, indent=1) + '\n')
+  return out
+
+
+def run_corpus(name, c, workdir, vocab) -> dict:
+  out = {'corpus': name, **_build_stage(name, c, workdir, vocab)}
+  if 'latency' in c.stages:
+    engine = tantivy_engine(workdir / name, threads=c.backend_threads)
+    out['rss_mb_engine_open'] = benchmark.rss_mb()
+    queries = synthetic.sample_queries(
+        c.queries + c.warmup, c.query_seed, vocab
+    )
+    out['latency'] = _latency(engine, queries, c)
+    out['rss_mb_end'] = benchmark.rss_mb()
+    engine.close()
+  print(json.dumps(out, indent=1), flush=True)
+  return out
+
+
+def main(argv):
+  del argv
+  c, workdir = _CONFIG.value, pathlib.Path(_WORKDIR.value)
+  workdir.mkdir(parents=True, exist_ok=True)
+  vocab = synthetic.Vocabulary()
+  results = [run_corpus(n, c, workdir, vocab) for n in c.corpora]
+  if 'latency' in c.stages:
+    path = workdir / 'bench.json'
+    path.write_text(json.dumps(results, indent=1) + '\n')
+
+
+if __name__ == '__main__':
+  app.run(main)

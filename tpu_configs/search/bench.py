@@ -1,0 +1,47 @@
+"""Search benchmark: build rate, latency and QPS (`python -m index.bench`).
+
+Usage: python -m index.bench --config=tpu_configs/search/bench.py
+--workdir=DIR (the bundled corpus and a 1M-document synthetic corpus) or
+...bench.py:tiny (a 2,000-document pulse). Not a timed test: the figures
+go to DIR/bench.json and stdout.
+"""
+
+import ml_collections
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+  """Returns the benchmark config; arg 'tiny' shrinks everything."""
+  c = ml_collections.ConfigDict()
+  c.corpora = ('bundled', 'synthetic')
+  # 'build' always runs (skipped when DIR/<corpus>-build.json exists);
+  # drop 'latency' to only build.
+  c.stages = ('build', 'latency')
+  # The issue's size: 1M documents of ~287 words (2Wiki lengths x 4).
+  c.synthetic_docs = 1_000_000
+  c.synthetic_seed = 0
+  # Single-view build rates are measured on this many (pre-generated) docs.
+  c.per_view_docs = 100_000
+  c.queries = 2000  # timed, after the warm-up
+  c.warmup = 200
+  c.query_seed = 1
+  c.k = 10
+  c.concurrency = (1, 16)
+  c.backend_threads = 2
+  # The views (as tpu_configs/search/build.py).
+  c.index = ml_collections.ConfigDict(
+      dict(
+          passage_window_words=128,
+          passage_stride_words=96,
+          remove_stopwords=True,
+          stem=True,
+      )
+  )
+  c.heap_mb = 256
+  if arg == 'tiny':
+    c.synthetic_docs = 2000
+    c.per_view_docs = 1000
+    c.queries = 40
+    c.warmup = 5
+    c.concurrency = (1, 4)
+    c.heap_mb = 64
+  return c
