@@ -21,12 +21,14 @@ from eval import manifest as manifest_lib
 from eval import metrics
 from eval import report as report_lib
 from eval import results
+from search_agent.agent import budgets
 from search_agent.agent import mas as mas_lib
 from search_agent.agent import react
 from search_agent.agent import runner
 from search_agent.agent import task as task_lib
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
+from search_agent.model import tokenizer as tokenizer_lib
 
 MODES = ('single', 'mas')
 ToolboxFactory = Callable[[task_lib.Task], react.Toolbox]
@@ -44,6 +46,9 @@ class EvalConfig:
     grader: Judge template and retries (exact match when no judge).
     system_prompt: Prompt file of the (searcher) agent.
     concurrency: Questions in flight at once.
+    tokenizer: Counts prompt tokens for the context limit: '' estimates
+      from characters (3 per token, on the safe side), 'qwen3' is Qwen3's
+      tokenizer (bundled with maxtext), anything else a tokenizer.json path.
   """
 
   dataset: datasets.DatasetConfig
@@ -53,6 +58,7 @@ class EvalConfig:
   grader: grading.GraderConfig = grading.GraderConfig()
   system_prompt: str = 'agent_system.md'
   concurrency: int = 8
+  tokenizer: str = ''
 
   def __post_init__(self):
     if self.mode not in MODES:
@@ -86,33 +92,7 @@ async def evaluate(
   tasks = datasets.load(config.dataset)
   by_id = {t.id: t for t in tasks}
   tool_schemas = toolbox_factory(tasks[0]).schemas()
-  system = prompt_lib.load(config.system_prompt)
-  system_text = system.render(tools=react.tool_text(tool_schemas))
-  agent = react.ReActAgent(policy, config.agent)
-  mas = None
-  if config.mode == 'mas':
-    mas = mas_lib.MultiAgentSystem(
-        agent, config.mas, tool_text=react.tool_text(tool_schemas)
-    )
-
-  async def run_one(task, traj_id):
-    if mas is not None:
-      return await mas.run(
-          traj_id=traj_id,
-          task_id=task.id,
-          question=task.question,
-          system_prompt=system_text,
-          toolbox_factory=lambda: toolbox_factory(task),
-      )
-    return await agent.run(
-        traj_id=traj_id,
-        task_id=task.id,
-        question=task.question,
-        system_prompt=system_text,
-        toolbox=toolbox_factory(task),
-        meta={'dataset': config.dataset.name},
-    )
-
+  run_one, prompts = _runner(config, policy, toolbox_factory, tool_schemas)
   traj_path = out / results.TRAJECTORIES
   await runner.run_all(
       tasks,
@@ -125,9 +105,6 @@ async def evaluate(
   judge_attempts = await grade_all(config, by_id, judge, out)
   latest = results.read_records(out / results.RESULTS)
   records = [r for r in latest.values() if r['task_id'] in by_id]
-  prompts = {config.system_prompt: system.sha256}
-  if mas is not None:
-    prompts.update(mas.prompt_hashes)
   manifest = manifest_lib.build(
       dataset=config.dataset,
       questions=len(tasks),
@@ -143,6 +120,7 @@ async def evaluate(
       seed=config.agent.seed,
       concurrency=config.concurrency,
   )
+  manifest['token_counter'] = config.tokenizer or 'chars/3'
   manifest['retries'] = {
       'policy_http_attempts': getattr(policy, 'attempts', None),
       'judge_http_attempts': getattr(judge, 'attempts', None),
@@ -151,6 +129,52 @@ async def evaluate(
   report = {'summary': metrics.summarize(records), 'manifest': manifest}
   report_lib.write(out, report)
   return report
+
+
+def _runner(config, policy, toolbox_factory, tool_schemas):
+  """The per-question coroutine (single agent or MAS) and prompt hashes."""
+  system = prompt_lib.load(config.system_prompt)
+  system_text = system.render(tools=react.tool_text(tool_schemas))
+  agent = react.ReActAgent(policy, config.agent, counter=counter(config))
+  prompts = {config.system_prompt: system.sha256}
+  if config.mode == 'mas':
+    mas = mas_lib.MultiAgentSystem(
+        agent, config.mas, tool_text=react.tool_text(tool_schemas)
+    )
+    prompts.update(mas.prompt_hashes)
+
+    async def run_mas(task, traj_id):
+      return await mas.run(
+          traj_id=traj_id,
+          task_id=task.id,
+          question=task.question,
+          system_prompt=system_text,
+          toolbox_factory=lambda: toolbox_factory(task),
+      )
+
+    return run_mas, prompts
+
+  async def run_single(task, traj_id):
+    return await agent.run(
+        traj_id=traj_id,
+        task_id=task.id,
+        question=task.question,
+        system_prompt=system_text,
+        toolbox=toolbox_factory(task),
+        meta={'dataset': config.dataset.name},
+    )
+
+  return run_single, prompts
+
+
+def counter(config: EvalConfig) -> budgets.TokenCounter:
+  """The prompt-token counter the config names."""
+  if not config.tokenizer:
+    return budgets.CharTokenCounter()
+  path = config.tokenizer
+  if path == 'qwen3':
+    path = tokenizer_lib.maxtext_tokenizer_dir()
+  return budgets.TokenizerCounter(tokenizer_lib.load_tokenizer(path))
 
 
 async def grade_all(

@@ -52,6 +52,7 @@ def eval_config(c: Any) -> harness.EvalConfig:
       grader=grading.GraderConfig(**_dict(c.grader)),
       system_prompt=c.system_prompt,
       concurrency=c.concurrency,
+      tokenizer=c.tokenizer,
   )
 
 

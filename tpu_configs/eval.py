@@ -86,6 +86,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.mas = dict(searchers=2, attempt_max_chars=12_000)
   c.grader = dict(max_attempts=3, backoff_s=2.0, max_tokens=4_096)
   c.system_prompt = 'agent_system.md'
+  # Prompt-token counting for the context limit: '' = characters / 3 (safe
+  # side), 'qwen3' = Qwen3's tokenizer, or a tokenizer.json path.
+  c.tokenizer = ''
   c.concurrency = 32  # questions in flight (the MAS runs 3 agents each)
 
   if arg == 'mas':

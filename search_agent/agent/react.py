@@ -71,6 +71,38 @@ class AgentConfig:
   seed: int | None = None
 
 
+@dataclasses.dataclass
+class _Run:
+  """Mutable state of one run."""
+
+  ctx: managed_context.ManagedContext
+  names: list[str]
+  tokens: token_record.TokenAssembler = dataclasses.field(
+      default_factory=token_record.TokenAssembler
+  )
+  status: str = 'max_steps'
+  answer: str | None = None
+  hit: list[str] = dataclasses.field(default_factory=list)
+  error: str | None = None
+  steps: int = 0
+  start: float = dataclasses.field(default_factory=time.monotonic)
+  usage: dict[str, Any] = dataclasses.field(
+      default_factory=lambda: {
+          'peak_prompt_tokens': 0,
+          'peak_backend_prompt_tokens': None,
+      }
+  )
+
+
+def _track(usage, n_prompt: int, completion: protocol.Completion) -> None:
+  """Peak prompt size: as counted here, and as the backend reported it."""
+  usage['peak_prompt_tokens'] = max(usage['peak_prompt_tokens'], n_prompt)
+  if completion.prompt_tokens is not None:
+    usage['peak_backend_prompt_tokens'] = max(
+        usage['peak_backend_prompt_tokens'] or 0, completion.prompt_tokens
+    )
+
+
 class ReActAgent:
   """Runs one question to a Trajectory; never raises for model misbehaviour."""
 
@@ -100,73 +132,79 @@ class ReActAgent:
   ) -> trajectory.Trajectory:
     """Runs the loop; LLMError (other than context length) propagates."""
     cfg = self.config
-    ctx = managed_context.ManagedContext(
-        cfg.context, cfg.budgets, self.counter, self.summarizer
+    run = _Run(
+        ctx=managed_context.ManagedContext(
+            cfg.context, cfg.budgets, self.counter, self.summarizer
+        ),
+        names=tool_names(toolbox.schemas()),
     )
-    ctx.append(trajectory.Turn(role='system', content=system_prompt))
-    ctx.append(trajectory.Turn(role='user', content=user_content or question))
-    names = tool_names(toolbox.schemas())
-    tokens = token_record.TokenAssembler()
-    status, answer, hit, error = 'max_steps', None, [], None
-    start = time.monotonic()
-    steps = 0
+    run.ctx.append(trajectory.Turn(role='system', content=system_prompt))
+    run.ctx.append(
+        trajectory.Turn(role='user', content=user_content or question)
+    )
     for step in range(1, cfg.budgets.max_steps + 1):
-      try:
-        n_prompt = await ctx.fit(step, cfg.budgets.max_steps - step + 1)
-      except managed_context.ContextSummaryError as e:
-        status, error = 'failed', str(e)
-        break
-      if n_prompt is None:
-        status, hit = 'context_limit', [budgets_lib.CONTEXT_LIMIT]
-        break
-      params = protocol.SamplingParams(
-          temperature=cfg.temperature,
-          top_p=cfg.top_p,
-          max_tokens=cfg.budgets.output_room(n_prompt),
-          seed=None if cfg.seed is None else cfg.seed + step,
-      )
-      view = ctx.view()
-      try:
-        [completion] = await self.llm.chat(
-            [budgets_lib.to_message(t) for t in view], params
-        )
-      except protocol.ContextLengthError:
-        status, hit = 'context_limit', [budgets_lib.CONTEXT_LIMIT]
-        break
-      steps = step
-      parsed = toolcall.parse_assistant(completion.text, names)
-      done = await self._step(ctx, toolbox, parsed, completion, tokens)
-      if completion.finish_reason == 'length':
-        status, hit = 'max_tokens', [budgets_lib.MAX_OUTPUT_TOKENS]
-        break
-      if done:
-        status, answer = 'answered', parsed.answer
+      if await self._call(run, step, toolbox):
         break
     else:
-      hit = [budgets_lib.MAX_STEPS]
+      run.hit = [budgets_lib.MAX_STEPS]
     return trajectory.Trajectory(
         id=traj_id,
         task_id=task_id,
         question=question,
-        messages=tuple(ctx.history),
-        final_answer=answer,
-        status=status,
-        budgets_hit=tuple(hit),
-        error=error,
-        tokens=tokens.record(),
-        timings={'total': time.monotonic() - start},
+        messages=tuple(run.ctx.history),
+        final_answer=run.answer,
+        status=run.status,
+        budgets_hit=tuple(run.hit),
+        error=run.error,
+        tokens=run.tokens.record(),
+        timings={'total': time.monotonic() - run.start},
         meta={
             **(meta or {}),
             'policy_model': self.llm.name,
-            'steps': steps,
+            'steps': run.steps,
+            'usage': run.usage,
             'context': {
                 **dataclasses.asdict(cfg.context),
-                'events': ctx.events,
+                'events': run.ctx.events,
             },
             'budgets': dataclasses.asdict(cfg.budgets),
-            'tokens_note': tokens.note,
+            'tokens_note': run.tokens.note,
         },
     )
+
+  async def _call(self, run: '_Run', step: int, toolbox: Toolbox) -> bool:
+    """One agent step; True when the run ends (run.status says why)."""
+    cfg = self.config
+    try:
+      n_prompt = await run.ctx.fit(step, cfg.budgets.max_steps - step + 1)
+    except managed_context.ContextSummaryError as e:
+      run.status, run.error = 'failed', str(e)
+      return True
+    if n_prompt is None:
+      run.status, run.hit = 'context_limit', [budgets_lib.CONTEXT_LIMIT]
+      return True
+    params = protocol.SamplingParams(
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        max_tokens=cfg.budgets.output_room(n_prompt),
+        seed=None if cfg.seed is None else cfg.seed + step,
+    )
+    messages = [budgets_lib.to_message(t) for t in run.ctx.view()]
+    try:
+      [completion] = await self.llm.chat(messages, params)
+    except protocol.ContextLengthError:
+      run.status, run.hit = 'context_limit', [budgets_lib.CONTEXT_LIMIT]
+      return True
+    run.steps = step
+    _track(run.usage, n_prompt, completion)
+    parsed = toolcall.parse_assistant(completion.text, run.names)
+    done = await self._step(run.ctx, toolbox, parsed, completion, run.tokens)
+    if completion.finish_reason == 'length':
+      run.status, run.hit = 'max_tokens', [budgets_lib.MAX_OUTPUT_TOKENS]
+      return True
+    if done:
+      run.status, run.answer = 'answered', parsed.answer
+    return done
 
   async def _step(self, ctx, toolbox, parsed, completion, tokens) -> bool:
     """Appends the assistant turn and observations; True when answered."""

@@ -1,18 +1,10 @@
 """Budgets, token counters and the Turn -> message conversion."""
 
-import pathlib
-
 import pytest
-import tokenizers
 
 from search_agent.agent import budgets
 from search_agent.agent import trajectory
-
-QWEN3 = (
-    pathlib.Path(__file__).resolve().parents[2]
-    / '.venv/lib/python3.12/site-packages/maxtext/assets/tokenizers'
-    / 'qwen3-tokenizer/tokenizer.json'
-)
+from search_agent.model import tokenizer as tokenizer_lib
 
 
 def test_recipe_defaults():
@@ -61,7 +53,7 @@ def test_char_counter_by_hand():
 
 
 def test_tokenizer_counter_with_the_real_qwen3_tokenizer():
-  tok = tokenizers.Tokenizer.from_file(str(QWEN3))
+  tok = tokenizer_lib.load_tokenizer(tokenizer_lib.maxtext_tokenizer_dir())
   counter = budgets.TokenizerCounter(tok, per_message=3)
   messages = [
       {'role': 'user', 'content': 'Hello world'},  # 2 tokens
