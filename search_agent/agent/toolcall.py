@@ -24,6 +24,7 @@ from search_agent.agent import trajectory
 THINK_OPEN, THINK_CLOSE = '<think>', '</think>'
 CALL_OPEN, CALL_CLOSE = '<tool_call>', '</tool_call>'
 ANSWER_OPEN, ANSWER_CLOSE = '<answer>', '</answer>'
+RESPONSE_OPEN = '<tool_response>'
 
 # Error kinds that make a turn's tool call invalid (the turn stays as context
 # but carries no loss).
@@ -43,6 +44,7 @@ ERROR_KINDS = TOOL_CALL_ERRORS | {
     'unterminated_think',
     'unterminated_answer',
     'multiple_answers',
+    'hallucinated_observation',
 }
 
 _BLOCK_RE = re.compile(
@@ -221,6 +223,16 @@ def parse_content(
             'stray_close_tag',
             f'{CALL_CLOSE} without a matching {CALL_OPEN}',
             remainder,
+        )
+    )
+  if RESPONSE_OPEN in content:
+    at = content.find(RESPONSE_OPEN)
+    errors.append(
+        _error(
+            'hallucinated_observation',
+            f'the assistant wrote a {RESPONSE_OPEN} block itself: stop after'
+            f' {CALL_CLOSE} and wait for the tool',
+            content[at:],
         )
     )
   answers = [m.group(1).strip() for m in _ANSWER_RE.finditer(content)]

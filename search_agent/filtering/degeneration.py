@@ -46,7 +46,8 @@ class DegenerationConfig:
     max_identical_calls: Most consecutive tool calls allowed with the same
       name and byte-identical arguments; 0 disables.
     max_tool_calls: Most tool calls in one trajectory; 0 disables.
-    check_unterminated: Reject unterminated <think>/<tool_call>/<answer>.
+    check_unterminated: Reject unterminated <think>/<tool_call>/<answer>
+      blocks and made-up <tool_response> blocks in assistant turns.
   """
 
   window_bytes: int = 2048
@@ -160,14 +161,26 @@ def identical_call_run(traj: trajectory.Trajectory) -> tuple[int, str]:
   return best
 
 
+BLOCK_PROBLEMS = (
+    'unterminated_think',
+    'unterminated_tool_call',
+    'unterminated_answer',
+    'hallucinated_observation',
+)
+
+
 def unterminated_blocks(traj: trajectory.Trajectory) -> list[str]:
-  """'turn <i>: <kind>' for every unterminated block in assistant turns."""
+  """'turn <i>: <kind>' for every unterminated block in assistant turns.
+
+  A `<tool_response>` the assistant wrote itself (an observation it made up
+  instead of waiting for the tool) is reported here too.
+  """
   out = []
   for i, turn in enumerate(traj.messages):
     if turn.role != 'assistant':
       continue
     for error in toolcall.parse_assistant(turn_text(turn)).errors:
-      if error.kind.startswith('unterminated'):
+      if error.kind in BLOCK_PROBLEMS:
         out.append(f'turn {i}: {error.kind}')
   return out
 

@@ -138,3 +138,13 @@ def test_error_kinds_are_declared():
   for text in texts:
     for e in toolcall.parse_assistant(text, TOOLS).errors:
       assert e.kind in toolcall.ERROR_KINDS
+
+
+def test_made_up_observation_is_flagged():
+  p = toolcall.parse_assistant(
+      '<tool_call>{"name": "search", "arguments": {}}</tool_call>\n'
+      '<tool_response>fake results</tool_response>',
+      TOOLS,
+  )
+  assert kinds(p) == ['hallucinated_observation']
+  assert len(p.tool_calls) == 1 and not p.has_invalid_tool_call

@@ -88,6 +88,14 @@ def test_identical_calls_and_unterminated(make_traj):
       messages=t.messages
       + (T.Turn(role='assistant', content='<answer>Paris'),),
   )
+  fake = dataclasses.replace(
+      t,
+      messages=t.messages
+      + (T.Turn(role='assistant', content='<tool_response>x</tool_response>'),),
+  )
+  assert D.unterminated_blocks(fake) == [
+      f'turn {len(t.messages)}: hallucinated_observation'
+  ]
   assert D.unterminated_blocks(broken) == [
       f'turn {len(t.messages)}:' ' unterminated_answer'
   ]
