@@ -13,6 +13,10 @@ workers, the learner, the durable replay queue and the simulator drive it.
 `groups_per_update * (1 + oversample)` groups (carry-overs included) and
 nothing more until its update is applied; oversample > 0 is Iris's partial
 rollout schedule (interrupted groups carry over to the next step).
+
+A group dropped by dynamic sampling (or cancelled) is replaced: it gives its
+dispatch-batch slot back, so a batch yields 32 trainable groups and the
+admission window cannot deadlock when many groups carry no signal.
 """
 
 import collections
@@ -68,6 +72,7 @@ class Scheduler:
     self.used_in: dict[str, int] = {}  # group id -> update index
     self.dropped: set[str] = set()
     self._batch, self._in_batch = 0, 0
+    self._replacements = 0  # slots given back by dropped groups
     self._step_target = self._sync_target() if cfg.synchronous else 0
 
   def _sync_target(self) -> int:
@@ -81,6 +86,8 @@ class Scheduler:
     """Whether admission allows another group now."""
     if self.cfg.synchronous:
       return self.outstanding < self._step_target
+    if self._replacements:
+      return True
     if self._in_batch < self.cfg.dispatch_batch_groups:
       return self._batch < self.version + self.cfg.admission_window
     return self._batch + 1 < self.version + self.cfg.admission_window
@@ -93,10 +100,13 @@ class Scheduler:
     """
     if not self.can_dispatch():
       raise SchedulerError('admission window is full; call can_dispatch()')
-    full = self._in_batch == self.cfg.dispatch_batch_groups
-    if full and not self.cfg.synchronous:
-      self._batch, self._in_batch = self._batch + 1, 0
-    self._in_batch += 1
+    if self._replacements and not self.cfg.synchronous:
+      self._replacements -= 1  # refills a slot of the current batch
+    else:
+      full = self._in_batch == self.cfg.dispatch_batch_groups
+      if full and not self.cfg.synchronous:
+        self._batch, self._in_batch = self._batch + 1, 0
+      self._in_batch += 1
     d = Dispatch(f'{task_id}@{self._batch}', task_id, self._batch, self.version)
     if d.group_id in self.in_flight or d.group_id in self.used_in:
       raise SchedulerError(f'group {d.group_id} was already dispatched')
@@ -115,13 +125,18 @@ class Scheduler:
     if has_signal:
       self.ready.append(group_id)
     else:
-      self.dropped.add(group_id)
+      self._drop(group_id)
+
+  def _drop(self, group_id: str) -> None:
+    self.dropped.add(group_id)
+    if not self.cfg.synchronous:
+      self._replacements += 1
 
   def cancel(self, group_id: str) -> None:
     """Forgets an in-flight group (e.g. its task failed for good)."""
     if self.in_flight.pop(group_id, None) is None:
       raise SchedulerError(f'group {group_id} is not in flight')
-    self.dropped.add(group_id)
+    self._drop(group_id)
 
   def take(self) -> list[str]:
     """Ready groups for the next gradient chunk ([] if too few are ready).

@@ -198,6 +198,11 @@ class Simulation:
   def run(self) -> dict:
     self._fill()
     while len(self.update_times) < self.cfg.updates:
+      if not self.events:
+        raise sched_lib.SchedulerError(
+            f'deadlock at update {self.sched.version}: nothing in flight,'
+            f' {len(self.sched.ready)} ready, admission closed'
+        )
       t, _, kind, payload = heapq.heappop(self.events)
       self.now = t
       if kind == 'finish':

@@ -104,3 +104,22 @@ def test_synchronous_steps_and_partial_carry_over():
   assert s.outstanding == 2
   new = _dispatch(s, 4, prefix='r')
   assert not s.can_dispatch() and {d.batch for d in new} == {1}
+
+
+def test_dropped_group_gives_its_batch_slot_back():
+  cfg = sched_lib.SchedulerConfig(
+      groups_per_update=4,
+      start_after_ready=2,
+      dispatch_batch_groups=4,
+      admission_window=1,
+  )
+  s = sched_lib.Scheduler(cfg)
+  ds = _dispatch(s, 4)
+  assert not s.can_dispatch()
+  s.mark_ready(ds[0].group_id, has_signal=False)  # dynamic sampling
+  assert s.can_dispatch()
+  extra = s.dispatch('again')
+  assert extra.batch == 0 and not s.can_dispatch()
+  for d in [*ds[1:], extra]:
+    s.mark_ready(d.group_id)
+  assert len(s.take()) == 4 and s.update_full

@@ -84,3 +84,14 @@ def test_pulse_binary(tmp_path, repo_root):
   report = json.loads((tmp_path / 'simulation.json').read_text())
   assert set(report) == set(simulator.MODES)
   assert report['ready_first']['hours'] > 0
+
+
+def test_dynamic_sampling_drops_do_not_deadlock_admission():
+  base = simulator.SimConfig(updates=20, zero_signal_prob=0.3)
+  r = simulator.compare(base, 0.25, modes=('ready_first', 'synchronous'))
+  for mode in r.values():
+    assert mode['dropped_groups'] > 0
+  assert (
+      r['ready_first']['trajectories_per_hour']
+      >= 2 * r['synchronous']['trajectories_per_hour']
+  )
