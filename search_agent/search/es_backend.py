@@ -87,8 +87,8 @@ def build_es_index(
     progress: Called after each bulk request with the running stats.
 
   Returns:
-    Counts and timings: {'documents', 'actions', 'requests', 'retried',
-    'seconds'}.
+    Counts and timings: {'documents', 'passages', 'actions', 'requests',
+    'retried', 'seconds'}.
 
   Raises:
     BackendError: the cluster is unreachable, the indices exist (without
@@ -137,6 +137,7 @@ def build_es_index(
   )
   return {
       'documents': len(seen),
+      'passages': stats.indexed - len(seen),
       'actions': stats.indexed,
       'requests': stats.requests,
       'retried': stats.retried,
@@ -177,6 +178,8 @@ class EsBackend:
           ' build config in its _meta mapping); rebuild it'
       )
     self.build_config = IndexBuildConfig(**meta['build'])
+    # The BuildManifest fields, when built by es_build.build_es_from_spec.
+    self.manifest: dict[str, Any] | None = meta.get('manifest')
 
   def view_rankings(
       self, queries: Sequence[ParsedQuery], k: int
