@@ -3,7 +3,9 @@
 Three modes:
   filter         read trajectories, run the pipeline, write filtered.jsonl,
                  decisions.jsonl (one line per input trajectory: kept, or
-                 removed/error with stage and reason), report.json, report.md;
+                 removed/error with stage and reason), undecided.jsonl (the
+                 trajectories a judge failed on, as read, to run again),
+                 report.json, report.md;
   calibrate      ratio distributions of real and looped trajectories and the
                  chosen threshold: calibration.json, calibration.md;
   induce_rubric  critiques of sampled trajectories and a consolidated rubric:
@@ -106,6 +108,11 @@ async def run_filter(
   )
   _write_jsonl(out / 'filtered.jsonl', [t.to_json() for t in results[-1].kept])
   _write_jsonl(out / 'decisions.jsonl', report.decisions(results))
+  undecided = {e.traj_id for r in results for e in r.errors}
+  _write_jsonl(
+      out / 'undecided.jsonl',
+      [t.to_json() for t in trajs if t.id in undecided],
+  )
   settings = dataclasses.asdict(job) | {'judge_name': judge.name}
   rep = report.build_report(
       summary, trajs, results, settings, job.examples_per_reason

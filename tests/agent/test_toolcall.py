@@ -1,5 +1,7 @@
 """Tests for search_agent.agent.toolcall."""
 
+from hypothesis import given
+from hypothesis import strategies as st
 import pytest
 
 from search_agent.agent import toolcall
@@ -148,3 +150,29 @@ def test_made_up_observation_is_flagged():
   )
   assert kinds(p) == ['hallucinated_observation']
   assert len(p.tool_calls) == 1 and not p.has_invalid_tool_call
+
+
+_PIECES = st.sampled_from(
+    [
+        '<think>',
+        '</think>',
+        '<tool_call>',
+        '</tool_call>',
+        '<answer>',
+        '</answer>',
+        '<tool_response>',
+        '{"name": "search", "arguments": {}}',
+        '{',
+        '}',
+        '"',
+        'text ',
+        '\n',
+    ]
+)
+
+
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=8)), max_size=12))
+def test_never_raises_on_arbitrary_text(parts):
+  p = toolcall.parse_assistant(''.join(parts), TOOLS)
+  assert all(e.kind in toolcall.ERROR_KINDS for e in p.errors)
+  assert all(c.name in TOOLS for c in p.tool_calls)

@@ -158,8 +158,24 @@ def test_iris_job_with_scripted_judges(repo_root, tmp_path):
   assert stats['turns_masked'] == 20
   assert stats['mask_labels_over_cap'] == 1
   kept = list(T.iter_jsonl(tmp_path / 'filtered.jsonl'))
+  assert list(T.iter_jsonl(tmp_path / 'undecided.jsonl')) == []
   assert all(
       [m.loss for m in t.messages if m.role == 'assistant'][0] is False
       for t in kept
   )
   assert calls['turn'] == by_name['turn_mask']['stats']['turns_judged']
+
+
+def test_judge_failures_go_to_undecided(repo_root, tmp_path):
+  data = repo_root / 'tests' / 'filtering' / 'data' / 'webdancer_20.jsonl'
+  job = jobs.FilterJob(input_path=str(data), judge='llm')
+  replies = iter(['{"correct": true}', 'not json'] * 10)
+  llm = scripted.ScriptedLLM(lambda _: next(replies))
+  rep = asyncio.run(jobs.run_filter(job, tmp_path, judge_llm=llm))
+  stage = rep['stages'][1]
+  assert stage['errors'] == 10 and stage['kept'] == 10
+  undecided = list(T.iter_jsonl(tmp_path / 'undecided.jsonl'))
+  assert len(undecided) == 10
+  assert (
+      'JudgeReplyError' in stage['error_examples']['judge_error'][0]['detail']
+  )
