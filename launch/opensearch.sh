@@ -7,8 +7,8 @@
 #   bash launch/opensearch.sh status   # exit 0 and print the URL if running
 #
 # Environment (all optional):
-#   OPENSEARCH_PORT           HTTP port on 127.0.0.1 (default 9200; tests read
-#                             OPENSEARCH_URL, default http://127.0.0.1:9200)
+#   OPENSEARCH_PORT           HTTP port on 127.0.0.1 (default 9200; the tests
+#                             use OPENSEARCH_URL, else this port)
 #   OPENSEARCH_HOME           data, logs, pid file (default build/opensearch)
 #   OPENSEARCH_JAVA_OPTS      JVM options (default "-Xms512m -Xmx1g")
 #   OPENSEARCH_START_TIMEOUT  seconds to wait for yellow/green (default 120)
@@ -79,7 +79,9 @@ start() {
     return 0
   fi
   if healthy; then
-    die "port $port already answers as a cluster not started here; stop it or set OPENSEARCH_PORT"
+    say "a cluster not started from this checkout already answers on $url;" \
+      "using it ('stop' leaves it alone; set OPENSEARCH_PORT for a new node)"
+    return 0
   fi
   if pid=$(running_pid); then
     say "pid $pid is up but unhealthy; restarting it"

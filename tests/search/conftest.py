@@ -11,13 +11,14 @@ import urllib.request
 
 import pytest
 
-DEFAULT_OPENSEARCH_URL = 'http://127.0.0.1:9200'
-
 
 @pytest.fixture(scope='session')
 def opensearch_url() -> str:
-  """URL of a running OpenSearch node ($OPENSEARCH_URL or the default)."""
-  url = os.environ.get('OPENSEARCH_URL', DEFAULT_OPENSEARCH_URL).rstrip('/')
+  """URL of a running node: $OPENSEARCH_URL, else 127.0.0.1 on the port
+  launch/opensearch.sh uses ($OPENSEARCH_PORT, default 9200)."""
+  port = os.environ.get('OPENSEARCH_PORT', '9200')
+  url = os.environ.get('OPENSEARCH_URL', f'http://127.0.0.1:{port}')
+  url = url.rstrip('/')
   health = f'{url}/_cluster/health?wait_for_status=yellow&timeout=10s'
   try:
     with urllib.request.urlopen(health, timeout=15) as response:

@@ -55,15 +55,18 @@ def test_start_is_idempotent_and_stop_stops(repo_root, tmp_path):
   assert 'not running' in _run(repo_root, 'stop', **env).stdout
 
 
-def test_port_held_by_another_cluster_is_refused(
+def test_cluster_started_elsewhere_is_used_and_left_alone(
     repo_root, tmp_path, opensearch_url
 ):
-  port = opensearch_url.rsplit(':', 1)[1]
-  result = _run(
-      repo_root, 'start', OPENSEARCH_PORT=port, OPENSEARCH_HOME=str(tmp_path)
+  env = dict(
+      OPENSEARCH_PORT=opensearch_url.rsplit(':', 1)[1],
+      OPENSEARCH_HOME=str(tmp_path),
   )
-  assert result.returncode == 1
-  assert 'already answers as a cluster not started here' in result.stderr
+  result = _run(repo_root, 'start', **env)
+  assert result.returncode == 0, result.stderr
+  assert 'not started from this checkout already answers' in result.stdout
+  assert 'not running' in _run(repo_root, 'stop', **env).stdout
+  assert _run(repo_root, 'status', **env).returncode == 1
 
 
 def test_bad_java_and_bad_command_fail_clearly(repo_root, tmp_path):
