@@ -67,7 +67,7 @@ class Grade:
 
   Attributes:
     correct: True/False; None when the judge failed (an error, not a no).
-    method: 'judge', 'exact_match' or 'no_answer'.
+    method: 'judge', 'exact_match', 'no_answer' or 'run_failed'.
     extracted_answer: The judge's extracted_final_answer (judge only).
     confidence: Stated confidence in percent, if any.
     judge_response: The judge's last reply.
@@ -110,10 +110,16 @@ async def grade(
     prediction: str | None,
     judge: protocol.LLM | None,
     config: GraderConfig,
+    *,
+    no_answer_method: str = 'no_answer',
 ) -> Grade:
-  """Grades one final reply (`response`) whose `<answer>` is `prediction`."""
+  """Grades one final reply (`response`) whose `<answer>` is `prediction`.
+
+  A run without an answer scores 0 without a judge call; its method is
+  `no_answer_method` ('run_failed' for a crashed run).
+  """
   if prediction is None or not prediction.strip():
-    return Grade(correct=False, method='no_answer')
+    return Grade(correct=False, method=no_answer_method)
   if judge is None:
     return Grade(
         correct=answer_match.exact_match(prediction, task.answer, task.aliases),

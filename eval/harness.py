@@ -1,8 +1,8 @@
 """The eval behind `python -m eval.run`: run, grade, report.
 
-1. Every question not yet in `trajectories.jsonl` runs as a single ReAct
-   agent or as the MAS, `concurrency` at a time (crashes become 'failed'
-   trajectories; an interrupted eval resumes).
+1. Every question not yet in `trajectories.jsonl` (or whose run failed)
+   runs as a single ReAct agent or as the MAS, `concurrency` at a time
+   (crashes become 'failed' trajectories; an interrupted eval resumes).
 2. Every trajectory without a result, or whose judge failed before, is
    graded (`grading.py`) and appended to `results.jsonl`.
 3. `report.json`, `report.md` and `manifest.json` are written from the
@@ -100,7 +100,7 @@ async def evaluate(
       traj_path,
       max_concurrency=config.concurrency,
       write=lambda p, t: results.write_trajectory(p, t, by_id[t.task_id]),
-      done=results.trajectory_ids(traj_path),
+      done=results.finished_ids(traj_path),
   )
   judge_attempts = await grade_all(config, by_id, judge, out)
   latest = results.read_records(out / results.RESULTS)
@@ -185,12 +185,17 @@ async def grade_all(
 ) -> int:
   """Grades trajectories that lack a result or whose judge failed."""
   latest = results.read_records(out / results.RESULTS)
-  todo = [
-      t
-      for t in results.read_trajectories(out / results.TRAJECTORIES, tasks)
-      if t.task_id in tasks
-      and (t.id not in latest or latest[t.id]['correct'] is None)
-  ]
+
+  def stale(t) -> bool:
+    rec = latest.get(t.id)
+    return (
+        rec is None
+        or rec['correct'] is None
+        or rec['status'] != t.status  # the run was redone
+    )
+
+  trajs = results.latest_trajectories(out / results.TRAJECTORIES, tasks)
+  todo = [t for t in trajs if t.task_id in tasks and stale(t)]
   semaphore = asyncio.Semaphore(config.concurrency)
   attempts = 0
 
@@ -204,6 +209,9 @@ async def grade_all(
           traj.final_answer,
           judge,
           config.grader,
+          no_answer_method=(
+              'run_failed' if traj.status == 'failed' else 'no_answer'
+          ),
       )
     attempts += grade.attempts
     rec = results.record(task, traj, grade, config.dataset.name)

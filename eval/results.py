@@ -4,7 +4,9 @@ Files in the workdir:
   * `trajectories.jsonl`: one trajectory per line (search_agent format). For
     encrypted benchmarks every line is `{id, task_id, encrypted}` where
     `encrypted` is the trajectory JSON encrypted with the task's canary in the
-    BrowseComp scheme: no benchmark plaintext reaches the disk.
+    BrowseComp scheme: no benchmark plaintext reaches the disk. A failed
+    run is retried by the next eval in the same workdir; the later line for
+    an id supersedes the earlier one.
   * `results.jsonl`: one record per graded trajectory; a later line for the
     same trajectory (a judge error re-graded) supersedes an earlier one.
     Records of encrypted benchmarks hold no question, reference, prediction
@@ -78,12 +80,27 @@ def read_trajectories(
         ) from e
 
 
-def trajectory_ids(path: str | os.PathLike[str]) -> set[str]:
-  """Ids in a trajectories file (readable without decrypting)."""
-  if not os.path.exists(path):
-    return set()
-  with open(path, encoding='utf-8') as f:
-    return {json.loads(line)['id'] for line in f if line.strip()}
+def finished_ids(path: str | os.PathLike[str]) -> set[str]:
+  """Ids whose latest line is not a failed run (no decryption needed).
+
+  A failed run (crash, endpoint down) is run again by the next eval; its
+  new line supersedes the old one.
+  """
+  latest: dict[str, str] = {}
+  if os.path.exists(path):
+    with open(path, encoding='utf-8') as f:
+      for line in f:
+        if line.strip():
+          obj = json.loads(line)
+          latest[obj['id']] = obj.get('status', 'answered')
+  return {i for i, status in latest.items() if status != 'failed'}
+
+
+def latest_trajectories(
+    path: str | os.PathLike[str], tasks: Mapping[str, task_lib.Task]
+) -> list[trajectory.Trajectory]:
+  """The last trajectory per id."""
+  return list({t.id: t for t in read_trajectories(path, tasks)}.values())
 
 
 def final_reply(traj: trajectory.Trajectory) -> str:

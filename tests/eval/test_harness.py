@@ -12,7 +12,9 @@ from eval import harness
 from eval import results
 from eval import settings
 from search_agent.llm import openai_client
+from search_agent.llm import protocol
 from search_agent.llm import registry
+from search_agent.llm import scripted
 
 _spec = importlib.util.spec_from_file_location(
     'openai_server',
@@ -108,3 +110,45 @@ def test_mas_eval_with_failing_then_working_judge(
       'mas_attempts.md',
   }
   assert report['manifest']['judge']['template'] == 'browsecomp_grader.txt'
+
+
+def test_failed_runs_are_rerun_and_regraded(tmp_path, tiny_index, repo_root):
+  config = harness.EvalConfig(
+      dataset=datasets.DatasetConfig(
+          name='demo',
+          format='tasks',
+          path=str(repo_root / 'eval/data/2wiki_demo_tasks.jsonl'),
+          limit=2,
+      ),
+      concurrency=2,
+  )
+  search = {'index_dir': str(tiny_index), 'url': '', 'tools': ('search',),
+            'top_k': 3}  # fmt: skip
+
+  def evaluate(policy):
+    with settings.toolbox_factory(search, None) as factory:
+      return asyncio.run(
+          harness.evaluate(
+              config,
+              policy=policy,
+              judge=None,
+              toolbox_factory=factory,
+              workdir=tmp_path,
+              describe={},
+          )
+      )
+
+  down = scripted.ScriptedLLM([protocol.LLMError('endpoint down')] * 2)
+  s = evaluate(down)['summary']
+  assert s['statuses'] == {'failed': 2} and s['grade_methods'] == {
+      'run_failed': 2
+  }
+  assert s['pass_at_1'] == 0.0  # a failed run is a failure, and visible
+  up = registry.build(
+      registry.from_dict({'kind': 'scripted', 'script': SCRIPT})
+  )
+  s = evaluate(up)['summary']
+  assert s['statuses'] == {'answered': 2} and s['correct'] == 1
+  assert s['grade_methods'] == {'exact_match': 2}
+  lines = (tmp_path / results.TRAJECTORIES).read_text().splitlines()
+  assert len(lines) == 4  # append-only: the reruns supersede the failures
