@@ -26,7 +26,7 @@ from search_agent.search.analysis import QueryAnalyzer
 
 # The end of a sentence: terminal punctuation before whitespace, or a line
 # break (the match starts inside the sentence's last word).
-_SENTENCE_END_RE = re.compile('[.!?]["\')\\]]*(?= |$)|' + '\x1e')
+_SENTENCE_END_RE = re.compile('[.!?]["\')\\]]*(?= |$)|\ue000')
 
 IdfFn = Callable[[Sequence[str]], Mapping[str, float]]
 
@@ -74,7 +74,9 @@ class _Doc:
   sentence_ends: list[int]  # word indexes that end a sentence, ascending
 
 
-_LINE_END = '\x1e'  # marks a word that ends a line (a sentence end)
+# Marks a word that ends a line (a sentence end): a private-use character,
+# neither whitespace nor a letter.
+_LINE_END = '\ue000'
 _LINE_END_RE = re.compile(r'(\S)[ \t\r\f\v]*\n')
 
 

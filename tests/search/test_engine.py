@@ -1,5 +1,6 @@
 """Tests for the fused search pipeline over real tantivy indexes."""
 
+import concurrent.futures
 import dataclasses
 
 import pytest
@@ -108,3 +109,12 @@ def test_guard_removes_blocked_results_and_backfills(tmp_path):
 def test_config_is_frozen():
   with pytest.raises(dataclasses.FrozenInstanceError):
     engine_lib.EngineConfig().rrf_k = 60  # type: ignore[misc]
+
+
+def test_concurrent_searches_match_sequential(wiki_engine):
+  texts = [f'{w} film director' for w in ('German', 'American', 'French')] * 4
+  expected = [wiki_engine.search([t], 5) for t in texts]
+  with concurrent.futures.ThreadPoolExecutor(8) as pool:
+    got = list(pool.map(lambda t: wiki_engine.search([t], 5), texts))
+  assert got == expected
+  assert wiki_engine.search(texts, 5) == [e[0] for e in expected]

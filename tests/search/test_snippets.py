@@ -103,3 +103,15 @@ def test_window_bm25_by_hand():
   wins = snippets.best_windows(text, 'zebra', A, idf=lambda t: {'zebra': 2.0})
   assert wins[0].score == (0, pytest.approx(2.0 * 2 * 2.2 / 3.2))
   assert math.isclose(2.0 * 2 * 2.2 / 3.2, 2.75)
+
+
+def test_line_breaks_end_sentences_and_vanish_from_output():
+  text = 'Heading without period\nThe zebra line here.\n\nOther text follows'
+  got = snippets.make_snippet(
+      text, ['zebra'], [], A, config=snippets.SnippetConfig(max_words=4)
+  )
+  assert got == 'The zebra line here.'
+  got = snippets.make_snippet(
+      text, ['heading'], [], A, config=snippets.SnippetConfig(max_words=7)
+  )
+  assert got == 'Heading without period The zebra line here.'
