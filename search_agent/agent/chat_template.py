@@ -11,6 +11,13 @@ tokenizes them. Two are defined (the exact text of each is documented in
     `<tool_response>` blocks (consecutive ones merged), reasoning closed by
     `\\n</think>\\n\\n`.
 
+'qwen3' departs from Qwen3's own jinja template in two places, both to stay
+prefix-stable: Qwen3 drops the reasoning of assistant turns that precede the
+last user query and writes an empty `<think>` block on a last assistant turn
+without reasoning; 'qwen3' keeps all reasoning and writes a think block only
+when there is reasoning. In an agent run (one question, then tool turns) the
+two agree token for token (tests/agent/test_renderer.py).
+
 `to_jinja` exports a template as an HF jinja chat template, so a tokenizer
 served by an OpenAI-compatible server renders the same text.
 """
