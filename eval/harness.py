@@ -49,6 +49,8 @@ class EvalConfig:
     tokenizer: Counts prompt tokens for the context limit: '' estimates
       from characters (3 per token, on the safe side), 'qwen3' is Qwen3's
       tokenizer (bundled with maxtext), anything else a tokenizer.json path.
+    regrade: Grade every trajectory again (e.g. with another judge); the
+      new records supersede the old ones.
   """
 
   dataset: datasets.DatasetConfig
@@ -59,6 +61,7 @@ class EvalConfig:
   system_prompt: str = 'agent_system.md'
   concurrency: int = 8
   tokenizer: str = ''
+  regrade: bool = False
 
   def __post_init__(self):
     if self.mode not in MODES:
@@ -189,7 +192,8 @@ async def grade_all(
   def stale(t) -> bool:
     rec = latest.get(t.id)
     return (
-        rec is None
+        config.regrade
+        or rec is None
         or rec['correct'] is None
         or rec['status'] != t.status  # the run was redone
     )

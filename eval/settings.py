@@ -53,6 +53,7 @@ def eval_config(c: Any) -> harness.EvalConfig:
       system_prompt=c.system_prompt,
       concurrency=c.concurrency,
       tokenizer=c.tokenizer,
+      regrade=c.regrade,
   )
 
 

@@ -89,6 +89,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # Prompt-token counting for the context limit: '' = characters / 3 (safe
   # side), 'qwen3' = Qwen3's tokenizer, or a tokenizer.json path.
   c.tokenizer = ''
+  # Grade every trajectory in the workdir again (e.g. after changing the
+  # judge); otherwise only new ones and judge errors are graded.
+  c.regrade = False
   c.concurrency = 32  # questions in flight (the MAS runs 3 agents each)
 
   if arg == 'mas':

@@ -71,6 +71,10 @@ def test_eval_run_pulse_and_resume(tmp_path, repo_root, tiny_index):
   assert again == summary
   assert len(_lines(work / results.RESULTS)) == 4
   assert len(_lines(work / results.TRAJECTORIES)) == 4
+  # Regrade: same trajectories, every record graded again.
+  assert _run(repo_root, work, tiny_index, '--config.regrade=True') == summary
+  assert len(_lines(work / results.RESULTS)) == 8
+  assert len(_lines(work / results.TRAJECTORIES)) == 4
 
 
 def test_encrypted_benchmark_leaves_no_plaintext(
