@@ -107,6 +107,54 @@ def microbatch_sums(
   return jax.grad(objective, has_aux=True)(params)
 
 
+class GradientSums:
+  """Adds UNNORMALIZED gradient sums of microbatches; divides once."""
+
+  def __init__(
+      self,
+      logprob_fn: LogprobFn,
+      cfg: loss_lib.PolicyLossConfig = loss_lib.PolicyLossConfig(),
+  ):
+    self.cfg = cfg
+    self._logprob_fn = logprob_fn
+    self._step = jax.jit(microbatch_sums, static_argnums=(0, 5))
+    self.grads, self.sums = None, None
+
+  def add(
+      self,
+      params: Any,
+      microbatches: Sequence[Microbatch],
+      version: int,
+      ref_params: Any = None,
+  ) -> None:
+    """Accumulates the sums of `microbatches` at learner version `version`."""
+    if self.cfg.objective == 'grpo_clip' and ref_params is None:
+      raise ValueError('objective grpo_clip needs ref_params')
+    for mb in microbatches:
+      g, s = self._step(
+          self._logprob_fn,
+          params,
+          mb.tokens_bt,
+          mb.batch,
+          version,
+          self.cfg,
+          ref_params,
+      )
+      self.grads = (
+          g if self.grads is None else jax.tree.map(jnp.add, self.grads, g)
+      )
+      self.sums = s if self.sums is None else loss_lib.add_sums(self.sums, s)
+
+  def result(self) -> tuple[Any, dict[str, jax.Array]]:
+    """(gradient of the loss -sum/N, metrics) of everything added."""
+    if self.grads is None:
+      raise ValueError('an update needs at least one microbatch')
+    n = jnp.maximum(self.sums.tokens, 1.0)
+    return jax.tree.map(lambda x: -x / n, self.grads), loss_lib.finalize(
+        self.sums
+    )
+
+
 def update_gradients(
     logprob_fn: LogprobFn,
     params: Any,
@@ -122,17 +170,6 @@ def update_gradients(
   Returns:
     (grads of the loss -sum/N, metrics from `loss.finalize`).
   """
-  if not microbatches:
-    raise ValueError('an update needs at least one microbatch')
-  if cfg.objective == 'grpo_clip' and ref_params is None:
-    raise ValueError('objective grpo_clip needs ref_params')
-  step = jax.jit(microbatch_sums, static_argnums=(0, 5))
-  grads, sums = None, None
-  for mb in microbatches:
-    g, s = step(
-        logprob_fn, params, mb.tokens_bt, mb.batch, version, cfg, ref_params
-    )
-    grads = g if grads is None else jax.tree.map(jnp.add, grads, g)
-    sums = s if sums is None else loss_lib.add_sums(sums, s)
-  n = jnp.maximum(sums.tokens, 1.0)
-  return jax.tree.map(lambda x: -x / n, grads), loss_lib.finalize(sums)
+  acc = GradientSums(logprob_fn, cfg)
+  acc.add(params, microbatches, version, ref_params)
+  return acc.result()

@@ -170,17 +170,24 @@ class ReplayQueue:
         out[g] = e['update']
     return out
 
-  def take(self, max_groups: int) -> list[records.RolloutGroup]:
-    """Up to `max_groups` delivered groups not consumed nor taken yet."""
+  def _available(self) -> list[pathlib.Path]:
     used = self.consumed().keys() | self._taken
-    paths = sorted(
+    return sorted(
         (
             p
             for p in (self.root / 'groups').glob('*.json')
             if p.stem not in used
         ),
         key=lambda p: (p.stat().st_mtime_ns, p.name),
-    )[:max_groups]
+    )
+
+  def ready_count(self) -> int:
+    """Delivered groups neither consumed nor taken."""
+    return len(self._available())
+
+  def take(self, max_groups: int) -> list[records.RolloutGroup]:
+    """Up to `max_groups` delivered groups not consumed nor taken yet."""
+    paths = self._available()[:max_groups]
     groups = [
         records.RolloutGroup.from_json(json.loads(p.read_text('utf-8')))
         for p in paths

@@ -1,0 +1,103 @@
+"""One learner update from the durable replay queue.
+
+Ready-first on the learner side: wait until `start_after_ready` groups (or
+all the update still lacks) are in the queue, compute their gradient SUMS,
+repeat until the update holds `groups_per_update` groups, divide once, apply
+the optimizer, journal the groups (commit) and only then save the
+checkpoint. After a crash, restart from checkpoint s and call
+`queue.recover(checkpoint_step=s)`: groups of uncheckpointed updates are
+offered again, so every group lands in exactly one applied update.
+Workers drop groups without signal (dynamic sampling) before delivery.
+"""
+
+import dataclasses
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import optax
+
+from search_agent.train.rl import advantages as adv_lib
+from search_agent.train.rl import learner
+from search_agent.train.rl import loss as loss_lib
+from search_agent.train.rl import replay_queue
+
+
+class LearnerState(NamedTuple):
+  """What a checkpoint holds: parameters, optimizer state, policy version."""
+
+  params: Any
+  opt_state: Any
+  version: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LearnerConfig:
+  """Learner update settings.
+
+  Attributes:
+    groups_per_update: Groups in one optimizer update (32 in the recipe).
+    start_after_ready: Ready groups needed before a gradient chunk.
+    seq_len: Packed sequence length (longer trajectories are an error).
+    microbatch_size: Trajectories per microbatch.
+    poll_seconds: Queue polling interval while waiting for groups.
+    timeout_seconds: Longest wait for one chunk before TimeoutError.
+    loss: Policy loss constants.
+    advantages: Advantage settings.
+  """
+
+  groups_per_update: int = 32
+  start_after_ready: int = 8
+  seq_len: int
+  microbatch_size: int
+  poll_seconds: float = 1.0
+  timeout_seconds: float = 3600.0
+  loss: loss_lib.PolicyLossConfig = loss_lib.PolicyLossConfig()
+  advantages: adv_lib.AdvantageConfig = adv_lib.AdvantageConfig()
+
+
+def _wait_for(queue, n: int, cfg: LearnerConfig) -> None:
+  deadline = time.monotonic() + cfg.timeout_seconds
+  while queue.ready_count() < n:
+    if time.monotonic() > deadline:
+      raise TimeoutError(
+          f'waited {cfg.timeout_seconds}s for {n} ready groups; are the'
+          ' rollout workers alive?'
+      )
+    time.sleep(cfg.poll_seconds)
+
+
+def learner_update(
+    state: LearnerState,
+    queue: replay_queue.ReplayQueue,
+    *,
+    cfg: LearnerConfig,
+    logprob_fn: learner.LogprobFn,
+    optimizer: optax.GradientTransformation,
+    save_checkpoint: Callable[[LearnerState], None],
+    ref_params: Any = None,
+) -> tuple[LearnerState, dict[str, Any]]:
+  """Assembles, applies, commits and checkpoints one update."""
+  acc = learner.GradientSums(logprob_fn, cfg.loss)
+  used: list[str] = []
+  while len(used) < cfg.groups_per_update:
+    missing = cfg.groups_per_update - len(used)
+    _wait_for(queue, min(cfg.start_after_ready, missing), cfg)
+    groups = queue.take(missing)
+    mbs = learner.pack_update(
+        groups,
+        seq_len=cfg.seq_len,
+        batch_size=cfg.microbatch_size,
+        adv_cfg=cfg.advantages,
+    )
+    acc.add(state.params, mbs, state.version, ref_params)
+    used.extend(g.group_id for g in groups)
+  grads, metrics = acc.result()
+  updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+  params = optax.apply_updates(state.params, updates)
+  queue.commit(state.version, used)  # before the checkpoint: see module doc
+  new_state = LearnerState(params, opt_state, state.version + 1)
+  save_checkpoint(new_state)
+  metrics = jax.tree.map(jax.device_get, metrics)
+  metrics['groups'] = used
+  return new_state, metrics

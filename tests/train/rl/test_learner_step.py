@@ -1,0 +1,110 @@
+"""Learner updates from a real on-disk replay queue, with a crash."""
+
+import dataclasses
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from search_agent.train.rl import learner_step
+from search_agent.train.rl import replay_queue
+
+sys.path.insert(0, str(__import__('pathlib').Path(__file__).parent))
+import replay_worker  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+V = 8
+
+
+def _logprobs(w_vv, tokens_bt):
+  logp = jax.nn.log_softmax(w_vv[tokens_bt[:, :-1]], axis=-1)
+  lp = jnp.take_along_axis(logp, tokens_bt[:, 1:, None], axis=-1)[..., 0]
+  return jnp.pad(lp, ((0, 0), (1, 0)))
+
+
+def _fill(q, n):
+  for i in range(n):
+    item = {'group_id': f'q{i}@0', 'task_id': f'q{i}', 'batch': 0}
+    g = replay_worker.make_group(item)
+    # Sampled by the uniform policy the zero-initialized bigram model is.
+    trajs = tuple(
+        dataclasses.replace(
+            t,
+            tokens=dataclasses.replace(
+                t.tokens,
+                logprobs=(-np.log(V),) * len(t.tokens.token_ids),
+                token_ids=tuple((x * (j + 1)) % V for x in t.tokens.token_ids),
+            ),
+        )
+        for j, t in enumerate(g.trajectories)
+    )
+    q.deliver(dataclasses.replace(g, trajectories=trajs), 'w')
+
+
+CFG = learner_step.LearnerConfig(
+    groups_per_update=3,
+    start_after_ready=2,
+    seq_len=8,
+    microbatch_size=4,
+    poll_seconds=0.01,
+    timeout_seconds=5,
+)
+
+
+def test_updates_commit_then_checkpoint_and_survive_a_crash(tmp_path):
+  q = replay_queue.ReplayQueue(tmp_path)
+  _fill(q, 6)
+  opt = optax.sgd(0.5)
+  w = jnp.zeros((V, V))
+  state = learner_step.LearnerState(w, opt.init(w), 0)
+  saved = []
+
+  def save(s):
+    if s.version == 2:
+      raise OSError('disk full')  # crash after commit, before checkpoint
+    saved.append(s)
+
+  kw = dict(cfg=CFG, logprob_fn=_logprobs, optimizer=opt, save_checkpoint=save)
+  state, m = learner_step.learner_update(state, q, **kw)
+  assert state.version == 1 and len(m['groups']) == 3
+  assert m['eligible_tokens'] == 3 * 4 * 4
+  assert not np.allclose(state.params, w)
+  with pytest.raises(OSError, match='disk full'):
+    learner_step.learner_update(state, q, **kw)
+  assert len(q.consumed()) == 6  # update 1 was journaled
+
+  # Restart from the last checkpoint (version 1).
+  q2 = replay_queue.ReplayQueue(tmp_path)
+  assert len(q2.recover(checkpoint_step=saved[-1].version)) == 3
+  state, _ = learner_step.learner_update(
+      saved[-1], q2, **{**kw, 'save_checkpoint': saved.append}
+  )
+  assert state.version == 2
+  used = q2.consumed()
+  assert sorted(used.values()) == [0, 0, 0, 1, 1, 1]
+
+
+def test_waiting_for_groups_times_out(tmp_path):
+  q = replay_queue.ReplayQueue(tmp_path)
+  _fill(q, 1)
+  opt = optax.sgd(0.1)
+  w = jnp.zeros((V, V))
+  cfg = learner_step.LearnerConfig(
+      groups_per_update=3,
+      start_after_ready=2,
+      seq_len=8,
+      microbatch_size=4,
+      poll_seconds=0.01,
+      timeout_seconds=0.05,
+  )
+  with pytest.raises(TimeoutError, match='rollout workers'):
+    learner_step.learner_update(
+        learner_step.LearnerState(w, opt.init(w), 0),
+        q,
+        cfg=cfg,
+        logprob_fn=_logprobs,
+        optimizer=opt,
+        save_checkpoint=lambda s: None,
+    )
