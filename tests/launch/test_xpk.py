@@ -100,7 +100,7 @@ def test_v5p_128_halves_context_parallelism(repo_root):
 def test_every_variant_builds(repo_root):
   for name, args in (
       ('sft', (None, 'v5p-128', 'tiny')),
-      ('rl', ('learner', 'rollout', 'search', 'tiny')),
+      ('rl', ('learner', 'rollout', 'search', 'simulate', 'tiny')),
   ):
     for arg in args:
       cmd = _command(_load(repo_root, name, arg))

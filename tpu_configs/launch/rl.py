@@ -5,16 +5,18 @@ Variants (`--config=tpu_configs/launch/rl.py:ROLE`):
   rollout: rollout workers (in-process JAX sampler) on 2 v5p-64 slices.
   search: the search service (`python -m index.serve`, no JAX) on a CPU
     node pool (`--device-type`, xpk's CPU workloads).
-  tiny: the learner's tiny CPU config, for `python -m launch.local`.
-The RL binary (`search_agent.train.rl.run`, flag --role) comes with the RL
-integration; until it lands `python -m launch.xpk` prints these commands
-with --dry_run and refuses to launch them. Placeholders to override as in
-tpu_configs/launch/sft.py.
+  simulate: the scheduler simulator (`search_agent.train.rl.simulate`) with
+    the recipe's RL config, on a CPU node.
+  tiny: the simulator with the tiny RL config, for `python -m launch.local`.
+The learner/rollout binary (`search_agent.train.rl.run`, flag --role) comes
+with the RL integration; until it lands `python -m launch.xpk` prints those
+commands with --dry_run and refuses to launch them. Placeholders to override
+as in tpu_configs/launch/sft.py.
 """
 
 import ml_collections
 
-_ROLES = ('learner', 'rollout', 'search', 'tiny')
+_ROLES = ('learner', 'rollout', 'search', 'simulate', 'tiny')
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -28,14 +30,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # Its flags, passed sorted by name.
   config.flags = ml_collections.ConfigDict()
   config.flags.config = 'tpu_configs/rl.py'
-  config.flags.role = 'learner' if role == 'tiny' else role
+  config.flags.role = role
   config.flags.workdir = 'gs://search-agent-runs/rl/run0'
   # More arguments for the binary, shell-quoted (e.g. its config overrides).
   config.extra_args = ''
   # Environment variables for the binary.
   config.env = ml_collections.ConfigDict()
   config.env.DECOUPLE_GCLOUD = 'TRUE'
-  # Where XPK runs it (flags of `xpk workload create`; see launch/xpk.py).
+  # Where XPK runs it (flags of `xpk workload create`; see launch/spec.py).
   config.xpk = ml_collections.ConfigDict()
   config.xpk.cluster = 'search-agent-v5p'
   config.xpk.workload = 'rl-' + role
@@ -50,16 +52,18 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   if role == 'rollout':
     config.xpk.tpu_type = 'v5p-64'
     config.xpk.num_slices = 2
-  elif role == 'search':
-    config.module = 'index.serve'
+  elif role in ('search', 'simulate', 'tiny'):
     config.flags = ml_collections.ConfigDict()
-    config.flags.config = 'tpu_configs/search/serve.py'
-    config.flags.workdir = 'gs://search-agent-runs/search/run0'
+    config.flags.config = 'tpu_configs/rl.py'
+    config.flags.workdir = f'gs://search-agent-runs/{role}/run0'
+    config.module = 'search_agent.train.rl.simulate'
     config.xpk.tpu_type = ''
     config.xpk.device_type = 'n2-standard-32-1'
-  elif role == 'tiny':
+  if role == 'search':
+    config.module = 'index.serve'
+    config.flags.config = 'tpu_configs/search/serve.py'
+  if role == 'tiny':
     config.flags.config = 'tpu_configs/rl.py:tiny'
-    config.flags.workdir = 'runs/rl-tiny'
+    config.flags.workdir = 'runs/rl-sim-tiny'
     config.env.JAX_PLATFORMS = 'cpu'
-    config.xpk.tpu_type = 'v5p-8'
   return config
