@@ -25,6 +25,7 @@ from absl import logging
 import anyio
 import fastapi
 from fastapi import responses
+import uvicorn
 
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import client as client_lib
@@ -197,4 +198,19 @@ def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
     return SearchEngine(backend, engine_config(c), guard, analyzer=analyzer)
   raise ValueError(
       f"backend must be 'tantivy' or 'opensearch', got {c.backend!r}"
+  )
+
+
+def make_server(
+    engine: SearchEngine,
+    limits: ServiceLimits,
+    *,
+    host: str = '127.0.0.1',
+    port: int = 8080,
+    log_level: str = 'warning',
+) -> uvicorn.Server:
+  """A uvicorn server of the app over `engine` (`.run()` serves)."""
+  app = create_app(engine, limits)
+  return uvicorn.Server(
+      uvicorn.Config(app, host=host, port=port, log_level=log_level)
   )

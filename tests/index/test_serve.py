@@ -1,49 +1,62 @@
-"""Pulse test of `index.serve`: build the tiny index, serve it, 2 requests."""
+"""Pulse test of `python -m index.serve`: build the tiny index, serve it over
+HTTP, answer a search and a document fetch, stop on SIGTERM."""
 
 import asyncio
-import threading
+import signal
+import subprocess
+import sys
 import time
 
 import portpicker
 import pytest
 
-from index import serve
 from search_agent.search import client
 from search_agent.search import service
 from tpu_configs.search import serve as serve_config
 
 
-def test_serve_pulse(tmp_path):
-  c = serve_config.get_config('tiny')
-  c.port = portpicker.pick_unused_port()
-  engine = service.open_engine(c, tmp_path)  # builds 500 documents
-  assert (tmp_path / 'index' / 'manifest.json').is_file()
-  server = serve.make_server(engine, c)
-  thread = threading.Thread(target=server.run, daemon=True)
-  thread.start()
+async def _wait_and_query(url: str, proc: subprocess.Popen):
+  http = client.HttpSearch(url, timeout_s=5)
   try:
-    deadline = time.monotonic() + 30
-    while not server.started:
-      assert time.monotonic() < deadline, 'server did not start in 30 s'
-      time.sleep(0.05)
-
-    async def two_steps():
-      http = client.HttpSearch(f'http://127.0.0.1:{c.port}')
+    deadline = time.monotonic() + 90
+    while True:
       try:
         (found,) = await http.search(['Lothair II'], 3)
-        docs = await http.get_documents([found.hits[0].doc_id])
-        return found, docs
-      finally:
-        await http.aclose()
-
-    found, (doc,) = asyncio.run(two_steps())
-    assert found.error is None and found.hits[0].doc_id == 'Lothair_II'
-    assert doc.title == 'Lothair II'
+        break
+      except client.SearchServiceError:
+        if proc.poll() is not None or time.monotonic() > deadline:
+          raise
+        await asyncio.sleep(0.2)
+    docs = await http.get_documents([found.hits[0].doc_id])
+    return found, docs
   finally:
-    server.should_exit = True
-    thread.join(timeout=10)
-    engine.close()
-  assert not thread.is_alive()
+    await http.aclose()
+
+
+def test_serve_binary_pulse(tmp_path, repo_root):
+  port = portpicker.pick_unused_port()
+  proc = subprocess.Popen(
+      [
+          sys.executable, '-m', 'index.serve',
+          '--config=tpu_configs/search/serve.py:tiny',
+          f'--workdir={tmp_path}', f'--config.port={port}',
+      ],
+      cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+      text=True,
+  )  # fmt: skip
+  try:
+    found, (doc,) = asyncio.run(
+        _wait_and_query(f'http://127.0.0.1:{port}', proc)
+    )
+  finally:
+    proc.terminate()
+    out, err = proc.communicate(timeout=30)
+  assert found.error is None and found.hits[0].doc_id == 'Lothair_II'
+  assert doc.title == 'Lothair II'
+  assert f'serving 500 documents (tantivy) at http://127.0.0.1:{port}' in out
+  # uvicorn shuts down gracefully, then re-raises SIGTERM to exit with it.
+  assert proc.returncode in (0, -signal.SIGTERM), err[-2000:]
+  assert (tmp_path / 'index' / 'manifest.json').is_file()
 
 
 def test_unknown_backend_and_variant_are_rejected(tmp_path):
