@@ -119,6 +119,10 @@ def record(
 ) -> dict[str, Any]:
   """The result record of one graded trajectory."""
   by_name = collections.Counter(c.name for c in traj.tool_calls)
+  searchers = traj.meta.get('mas', {}).get('searchers', ())
+  for searcher in searchers:  # MAS: the system's calls, searchers included
+    for m in searcher['messages']:
+      by_name.update(c['name'] for c in m.get('tool_calls', ()))
   out: dict[str, Any] = {
       'traj_id': traj.id,
       'task_id': task.id,
@@ -128,7 +132,9 @@ def record(
       'steps': traj.meta.get('steps', 0),
       'n_tool_calls': sum(by_name.values()),
       'tool_calls_by_name': dict(by_name),
-      'invalid_turns': sum(m.invalid for m in traj.messages),
+      'verifier_tool_calls': len(traj.tool_calls) if searchers else None,
+      'invalid_turns': sum(m.invalid for m in traj.messages)
+      + sum(m.get('invalid', False) for t in searchers for m in t['messages']),
       'correct': grade.correct,
       'grade_method': grade.method,
       'confidence': grade.confidence,

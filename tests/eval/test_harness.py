@@ -104,6 +104,10 @@ def test_mas_eval_with_failing_then_working_judge(
   assert traj['meta']['mas_role'] == 'verifier'
   assert len(traj['meta']['mas']['searchers']) == 2
   assert report['manifest']['mode'] == 'mas'
+  # Tool calls count the whole system: 2 searchers + the verifier, 1 each.
+  assert s['tools']['calls_mean'] == 3.0
+  rec = next(iter(results.read_records(tmp_path / results.RESULTS).values()))
+  assert rec['verifier_tool_calls'] == 1
   assert set(report['manifest']['prompts']) == {
       'agent_system.md',
       'mas_verifier.md',
