@@ -94,6 +94,13 @@ class _Run:
   )
 
 
+def _generations(tokens: token_record.TokenAssembler) -> dict[str, Any]:
+  """Per-call tokens, kept when there is no single token-exact sequence."""
+  if tokens.record() is None and tokens.generations:
+    return {'generations': tokens.generations}
+  return {}
+
+
 def _track(usage, n_prompt: int, completion: protocol.Completion) -> None:
   """Peak prompt size: as counted here, and as the backend reported it."""
   usage['peak_prompt_tokens'] = max(usage['peak_prompt_tokens'], n_prompt)
@@ -169,6 +176,7 @@ class ReActAgent:
             },
             'budgets': dataclasses.asdict(cfg.budgets),
             'tokens_note': run.tokens.note,
+            **_generations(run.tokens),
         },
     )
 
@@ -220,7 +228,9 @@ class ReActAgent:
         invalid=invalid or (no_action and not truncated),
     )
     ctx.append(turn)
-    tokens.add(completion, trainable=turn.trainable)
+    tokens.add(
+        completion, trainable=turn.trainable, message=len(ctx.history) - 1
+    )
     if answered or truncated:
       return answered
     for call in parsed.tool_calls:

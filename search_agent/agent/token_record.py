@@ -8,8 +8,13 @@ logprobs and policy version) and the prompt tokens that the next call added
 each prompt extends the previous sequence token for token; a context policy
 that rewrites earlier turns (sliding window, discard-all, summary) or a chat
 template that drops earlier reasoning breaks that, and then no record is
-kept and `note` says why (the SFT pipeline re-renders the messages instead).
+kept and `note` says why. The per-call generations (`generations`: message
+index, generated ids, sampling logprobs, policy version) are kept in any
+case, so the learner can align them with the policy's training views
+(context.training_views) when the whole sequence is not one prefix chain.
 """
+
+from typing import Any
 
 from search_agent.agent import trajectory
 from search_agent.llm import protocol
@@ -20,6 +25,8 @@ class TokenAssembler:
 
   Attributes:
     note: Why there is no record, or what is approximate; '' when exact.
+    generations: Per call with tokens: {'message', 'token_ids', 'logprobs',
+      'version'}; 'message' is the assistant turn's index in the messages.
   """
 
   def __init__(self):
@@ -30,10 +37,26 @@ class TokenAssembler:
     self._logprobs: list[float] = []
     self._versions: list[int] = []
     self._calls = 0
+    self.generations: list[dict[str, Any]] = []
 
-  def add(self, completion: protocol.Completion, *, trainable: bool) -> None:
+  def add(
+      self,
+      completion: protocol.Completion,
+      *,
+      trainable: bool,
+      message: int = -1,
+  ) -> None:
     """Adds one call's prompt delta and generated tokens."""
     self._calls += 1
+    if completion.token_ids is not None:
+      self.generations.append(
+          {
+              'message': message,
+              'token_ids': list(completion.token_ids),
+              'logprobs': list(completion.logprobs or ()),
+              'version': completion.policy_version,
+          }
+      )
     if not self._ok:
       return
     prompt, generated = completion.prompt_token_ids, completion.token_ids

@@ -243,11 +243,22 @@ def test_token_exact_record_when_backend_gives_tokens():
   assert rec.loss_mask == (0,) * 6 + (1, 1, 1) + (0,) * 3 + (1,)
   assert rec.versions == (-1,) * 6 + (7,) * 3 + (-1,) * 3 + (7,)
   assert rec.logprobs[6:9] == (-0.5,) * 3 and traj.meta['tokens_note'] == ''
+  assert 'generations' not in traj.meta  # the record already holds them
 
   llm = CompletionLLM([reply(call('a'), (5, 5, 5)), reply(ANSWER, (1,))])
   traj = run(llm)
   assert traj.tokens is None
   assert 'does not extend' in traj.meta['tokens_note']
+  # The per-call generations survive, aligned with their assistant turns.
+  gens = traj.meta['generations']
+  assert [g['message'] for g in gens] == [2, 4]
+  assert [traj.messages[g['message']].role for g in gens] == ['assistant'] * 2
+  assert gens[0] == {
+      'message': 2,
+      'token_ids': [5, 5, 5],
+      'logprobs': [-0.5] * 3,
+      'version': 7,
+  }
 
 
 def test_budget_validation_messages():
