@@ -69,3 +69,19 @@ def test_seed_gate_and_success_rate():
 def test_bad_constants_rejected():
   with pytest.raises(ValueError, match='oop_beta'):
     sm.SearchMasterRewards(oop_alpha=2.0, oop_beta=1.0)
+
+
+def test_on_real_trajectories(shared_data):
+  from search_agent.agent import chatml  # pylint: disable=g-import-not-at-top
+
+  path = shared_data / 'trajectories' / 'webdancer_sample_traj.jsonl'
+  trajs, errors = chatml.import_chatml_file(path)
+  assert len(trajs) == 200 and not errors
+  first = trajs[0]  # one search call with 4 distinct queries
+  assert sm.search_depth(first, CFG) == 4 and sm.open_count(first, CFG) == 0
+  depths = [sm.search_depth(t, CFG) for t in trajs]
+  queries = [len(sm.search_queries(t, CFG)) for t in trajs]
+  assert all(1 <= d <= q for d, q in zip(depths, queries))
+  opens = [sm.open_count(t, CFG) for t in trajs]
+  assert max(opens) == 1  # WebDancer's samples rarely visit: no penalty
+  assert all(sm.over_opening(o, d, CFG) == 0 for o, d in zip(opens, depths))
