@@ -4,7 +4,9 @@ Real index (the bundled 2Wiki corpus), real tools, a scripted policy (the
 `tiny` config variant): the test is about the harness and its files.
 """
 
+import importlib.util
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -12,6 +14,13 @@ from eval import datasets
 from eval import results
 from search_agent.agent import trajectory
 from search_agent.llm.prompts import prompt as prompt_lib
+
+_spec = importlib.util.spec_from_file_location(
+    'openai_server',
+    pathlib.Path(__file__).parents[1] / 'llm' / 'openai_server.py',
+)
+openai_server = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(openai_server)
 
 
 def _run(repo_root, workdir, index, *extra):
@@ -121,3 +130,60 @@ def test_compare_pulse(tmp_path, repo_root, tiny_index):
   paired = json.loads((tmp_path / 'cmp' / 'compare.json').read_text())
   assert paired['paired']['both_correct'] == 1
   assert paired['paired']['neither'] == 3
+
+
+def test_eval_run_against_openai_compatible_endpoints(
+    tmp_path, repo_root, tiny_index
+):
+  """Policy and judge over real HTTP (a local scripted server)."""
+  search = '{"name": "search", "arguments": {"query": ["Ermengarde"]}}'
+  flaky = {'n': 0}
+
+  def serve(body):
+    first = body['messages'][0]['content']
+    if first.startswith('Judge whether'):
+      flaky['n'] += 1
+      if flaky['n'] == 1:
+        return 500, 'judge overloaded'  # retried by the client
+      ok = '[correct_answer]: Hugh of Tours' in first
+      verdict = 'yes' if ok else 'no'
+      return 200, openai_server.reply(
+          f'extracted_final_answer: Hugh of Tours\ncorrect: {verdict}\n'
+          'confidence: 90'
+      )
+    steps = sum(m['role'] == 'assistant' for m in body['messages'])
+    if steps == 0:
+      return 200, openai_server.reply(f'<tool_call>{search}</tool_call>')
+    return 200, openai_server.reply(
+        'Confidence: 90%\n<answer>Hugh of Tours</answer>',
+        reasoning='Her father is named on her page.',
+    )
+
+  server = openai_server.ScriptedServer(serve)
+  work = tmp_path / 'http'
+  endpoint = [
+      f'--config.{role}.{field}'
+      for role in ('policy', 'judge')
+      for field in (
+          'kind=openai', f'openai.base_url={server.base_url}',
+          f'openai.model={role}-model', 'openai.backoff_s=0.01',
+      )
+  ]  # fmt: skip
+  with server.running():
+    summary = _run(repo_root, work, tiny_index, *endpoint)
+  assert summary['pass_at_1'] == 0.25 and summary['judge_errors'] == 0
+  manifest = json.loads((work / 'manifest.json').read_text())
+  assert manifest['policy_llm']['openai']['model'] == 'policy-model'
+  assert manifest['judge']['llm']['openai']['model'] == 'judge-model'
+  assert manifest['judge']['template_sha256'] == (
+      prompt_lib.load('browsecomp_grader.txt').sha256
+  )
+  # 8 policy calls + 4 judge calls + 1 retried 500 = 13 HTTP attempts.
+  assert manifest['retries']['policy_http_attempts'] == 8
+  assert manifest['retries']['judge_http_attempts'] == 5
+  assert len(server.requests) == 13
+  trajs = list(trajectory.iter_jsonl(work / results.TRAJECTORIES))
+  assert trajs[0].messages[-1].reasoning == 'Her father is named on her page.'
+  recs = _lines(work / results.RESULTS)
+  assert {r['grade_method'] for r in recs} == {'judge'}
+  assert {r['extracted_answer'] for r in recs} == {'Hugh of Tours'}
