@@ -35,6 +35,9 @@ class LatencyStats:
     p50_ms: Median latency.
     p99_ms: 99th percentile latency.
     qps: Queries per second over the run.
+    cpu_ms_per_query: Process CPU time (all threads) per query: on a busy
+      machine this is the load-independent cost; 2 idle cores would
+      serve at most 2000 / cpu_ms_per_query queries per second.
   """
 
   name: str
@@ -43,6 +46,7 @@ class LatencyStats:
   p50_ms: float
   p99_ms: float
   qps: float
+  cpu_ms_per_query: float
 
 
 def measure_latency(
@@ -70,11 +74,12 @@ def measure_latency(
       call(timed[i])
       latencies[i] = time.perf_counter() - t
 
-  start = time.perf_counter()
+  start, cpu = time.perf_counter(), time.process_time()
   with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
     for f in [pool.submit(worker) for _ in range(concurrency)]:
       f.result()
   wall = time.perf_counter() - start
+  cpu = time.process_time() - cpu
   return LatencyStats(
       name=name,
       concurrency=concurrency,
@@ -82,6 +87,7 @@ def measure_latency(
       p50_ms=round(float(np.percentile(latencies, 50)) * 1000, 2),
       p99_ms=round(float(np.percentile(latencies, 99)) * 1000, 2),
       qps=round(len(timed) / wall, 1),
+      cpu_ms_per_query=round(cpu / len(timed) * 1000, 2),
   )
 
 
@@ -107,7 +113,7 @@ def single_view_build_rate(
   index = tantivy_index.register(tantivy.Index(schema, str(out_dir)), config)
   writer = index.writer(heap_bytes, threads)
   rows = n = 0
-  start = time.perf_counter()
+  start, cpu = time.perf_counter(), time.process_time()
   for n, doc in enumerate(docs, start=1):
     site = sites.host_suffixes(doc.url)
     if view == 'doc':
@@ -133,12 +139,15 @@ def single_view_build_rate(
   writer.commit()
   writer.wait_merging_threads()
   seconds = time.perf_counter() - start
+  cpu = time.process_time() - cpu
   return {
       'view': view,
       'docs': n,
       'rows': rows,
       'seconds': round(seconds, 2),
       'docs_per_s': round(n / seconds, 1),
+      'cpu_seconds': round(cpu, 2),
+      'docs_per_cpu_s': round(n / cpu, 1),
   }
 
 

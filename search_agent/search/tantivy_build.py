@@ -13,6 +13,16 @@ from search_agent.search import tantivy_index
 from search_agent.search.backend import IndexBuildConfig
 
 
+def corpus_record(spec: sources.CorpusSpec) -> dict[str, object]:
+  """The manifest's description of where the documents came from."""
+  return {
+      'kind': spec.kind,
+      'path': spec.path or 'bundled 2Wiki copy',
+      'max_docs': spec.max_docs,
+      'derive_links': spec.derive_links,
+  }
+
+
 def build_tantivy_index(
     spec: sources.CorpusSpec,
     index_dir: str | pathlib.Path,
@@ -56,12 +66,7 @@ def build_tantivy_index(
   seconds = time.perf_counter() - start
   manifest = BuildManifest(
       backend='tantivy',
-      corpus={
-          'kind': spec.kind,
-          'path': spec.path or 'bundled 2Wiki copy',
-          'max_docs': spec.max_docs,
-          'derive_links': spec.derive_links,
-      },
+      corpus=corpus_record(spec),
       content_sha256=hasher.hexdigest(),
       counts=dict(writer.counts),
       config=dict(config.__dict__),
