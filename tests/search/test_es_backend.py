@@ -6,12 +6,12 @@ a long document split into many passages.
 """
 
 import dataclasses
-import json
 import uuid
 
 import opensearchpy
 import pytest
 
+from search_agent.corpus import twowiki
 from search_agent.corpus.record import Document
 from search_agent.search import es_backend
 from search_agent.search import es_client
@@ -56,20 +56,8 @@ def _handmade() -> list[Document]:
 
 
 @pytest.fixture(scope='module')
-def corpus(shared_data) -> list[Document]:
-  rows = json.loads(
-      (shared_data / 'corpus' / '2wikimultihopqa_corpus.json').read_text()
-  )
-  wiki = [
-      Document(
-          doc_id=f'2wiki-{i}',
-          title=r['title'],
-          url='https://en.wikipedia.org/wiki/' + r['title'].replace(' ', '_'),
-          text=r['text'],
-      )
-      for i, r in enumerate(rows[:300])
-  ]
-  return wiki + _handmade()
+def corpus() -> list[Document]:
+  return twowiki.read_2wiki()[:300] + _handmade()
 
 
 @pytest.fixture(scope='module')
@@ -161,7 +149,7 @@ def test_stemming_and_stopwords(backend):
 
 
 def test_get_documents_in_order_with_unknown_ids(backend, corpus):
-  got = backend.get_documents(['ex-sub', 'nope', '2wiki-0'])
+  got = backend.get_documents(['ex-sub', 'nope', corpus[0].doc_id])
   assert got == [corpus[-3], None, corpus[0]]
   assert backend.get_documents([]) == []
 
