@@ -112,8 +112,9 @@ class ManagedContext:
     """
     n = self.count(self.view())
     compressing = self.config.policy in ('discard_all', 'summary')
-    at_start = self._start == len(self.history)
-    if compressing and n >= self.budgets.compress_tokens and not at_start:
+    # Something to drop: turns after the question and after the last reset.
+    news = len(self.history) > max(self._start, 2)
+    if compressing and n >= self.budgets.compress_tokens and news:
       self._prefix = list(await self._reset(step - 1, steps_left))
       self._start = len(self.history)
       note = self._prefix[-1].content

@@ -88,7 +88,10 @@ class OpenAIClient:
   """
 
   def __init__(
-      self, config: OpenAIConfig, *, transport: httpx.AsyncBaseTransport = None
+      self,
+      config: OpenAIConfig,
+      *,
+      transport: httpx.AsyncBaseTransport | None = None,
   ):
     self.config = config
     self.name = config.model

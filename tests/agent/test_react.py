@@ -266,3 +266,20 @@ def test_budget_validation_messages():
     budgets.Budgets(context_limit=100, min_output_tokens=100)
   with pytest.raises(ValueError, match='not one of'):
     managed_context.ContextConfig(policy='forget')
+
+
+def test_discard_all_never_resets_an_empty_history():
+  # The first prompt alone is over the trigger: nothing to drop, no event.
+  config = _cm('discard_all', limit=400)
+  long_q = 'word ' * 150  # ~250 estimated tokens > 0.5 * 400
+  agent = react.ReActAgent(scripted.ScriptedLLM([ANSWER]), config)
+  traj = asyncio.run(
+      agent.run(
+          traj_id='t#0',
+          task_id='t',
+          question=long_q,
+          system_prompt='SYSTEM',
+          toolbox=EchoToolbox(),
+      )
+  )
+  assert traj.status == 'answered' and traj.meta['context']['events'] == []
