@@ -5,7 +5,12 @@ Each step is one assistant call. The reply is parsed with
 through the trajectory's Toolbox and come back as tool turns; an `<answer>`
 ends the run. A reply whose tool call is malformed (or that has neither a
 call nor an answer) is kept, marked `invalid`, answered with an error
-observation, and the loop goes on. Budgets and context policies are
+observation, and the loop goes on. A reply with a valid `<answer>` ends the
+run even if it also holds tool calls (they are not run). Several calls in
+one reply run one after another, in order (ref_ids stay deterministic).
+Agent mistakes never raise; infrastructure failures (LLMError after the
+client's retries, a search service that is down) propagate, and the runner
+records the trajectory as 'failed'. Budgets and context policies are
 described in `budgets.py` and `managed_context.py`; the status and
 `budgets_hit` of the returned Trajectory say which limit ended the run.
 """
