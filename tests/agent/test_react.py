@@ -283,3 +283,14 @@ def test_discard_all_never_resets_an_empty_history():
       )
   )
   assert traj.status == 'answered' and traj.meta['context']['events'] == []
+
+
+def test_calls_run_in_order_and_an_answer_wins_over_calls():
+  box = EchoToolbox()
+  two = call('a').split('\n', 1)[1] + call('b').split('\n', 1)[1]
+  both = call('c') + '\n<answer>Paris</answer>'
+  traj = run(scripted.ScriptedLLM([two, both]), toolbox=box)
+  assert [c.arguments['query'] for c in box.calls] == [['a'], ['b']]
+  assert [m.name for m in traj.messages if m.role == 'tool'] == ['search'] * 2
+  assert traj.status == 'answered' and traj.final_answer == 'Paris'
+  assert len(traj.messages[-1].tool_calls) == 1  # recorded, not run
