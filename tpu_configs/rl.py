@@ -1,7 +1,8 @@
 """The open recipe's RL stage (plus SearchMaster's GRPO variant as options).
 
-Usage: --config=tpu_configs/rl.py (the recipe) or tpu_configs/rl.py:tiny
-(a 2-core CPU run). Every value below is from open-recipe.md unless its
+Usage: --config=tpu_configs/rl.py (the recipe), tpu_configs/rl.py:tiny (a
+2-core CPU run), :searchmaster (std-normalized advantages, clipped objective
+with KL 0.001) or :searchmaster,tiny. Every value below is from open-recipe.md unless its
 comment says otherwise.
 """
 
@@ -9,7 +10,7 @@ import ml_collections
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-  """Returns the RL config; arg 'tiny' shrinks it for CPU tests."""
+  """Returns the RL config; arg: comma-separated variants (see above)."""
   c = ml_collections.ConfigDict()
   # Group size (rollouts per question) and reward weights r = 0.6 y + 0.4 c.
   c.group_size = 4
@@ -86,7 +87,16 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           seed=0,
       )
   )
-  if arg == 'tiny':
+  variants = set(arg.split(',')) if arg else set()
+  unknown = variants - {'tiny', 'searchmaster'}
+  if unknown:
+    raise ValueError(
+        f'unknown variant(s) {sorted(unknown)}; want tiny and/or searchmaster'
+    )
+  if 'searchmaster' in variants:  # SearchMaster's GRPO (searchmaster.md)
+    c.normalize_std = True
+    c.loss.update(dict(objective='grpo_clip', kl_coef=0.001))
+  if 'tiny' in variants:
     c.scheduler.update(
         dict(
             groups_per_update=4,
@@ -103,6 +113,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             training_nodes=1,
         )
     )
-  elif arg:
-    raise ValueError(f'unknown variant {arg!r}; want nothing or "tiny"')
   return c

@@ -54,6 +54,15 @@ def test_tiny_and_errors(repo_root):
     _load(repo_root, 'huge')
 
 
+def test_searchmaster_variant(repo_root):
+  c = _load(repo_root, 'searchmaster,tiny')
+  loss = configs.loss_config(c)
+  assert loss.objective == 'grpo_clip' and loss.kl_coef == 0.001
+  assert (loss.clip_low, loss.clip_high) == (0.2, 0.28)
+  assert configs.advantage_config(c).normalize_std
+  assert configs.scheduler_config(c).groups_per_update == 4
+
+
 def test_scored_needs_tokens():
   traj = traj_lib.Trajectory(id='r', task_id='t', question='q', messages=())
   reward = outcome.RolloutReward(correct=1.0, coverage=0.5, total=0.8)
