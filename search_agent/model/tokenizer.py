@@ -39,6 +39,7 @@ MARKER_TOKENS = (
 )
 TOKENIZER_FILE = 'tokenizer.json'
 CONFIG_FILE = 'tokenizer_config.json'
+JINJA_FILE = 'chat_template.jinja'
 
 
 class TokenizerError(ValueError):
@@ -127,10 +128,12 @@ class Tokenizer:
 def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
   """Loads an HF tokenizer.json (a file, or a directory holding one).
 
-  A `tokenizer_config.json` next to it supplies the jinja `chat_template`.
+  A `tokenizer_config.json` (or `chat_template.jinja`) next to it supplies
+  the jinja `chat_template`.
 
   Raises:
-    TokenizerError: no tokenizer.json at `path`, or it cannot be parsed.
+    TokenizerError: no tokenizer.json at `path`, or it (or its config)
+      cannot be parsed.
   """
   path = pathlib.Path(path)
   file = path / TOKENIZER_FILE if path.is_dir() else path
@@ -143,12 +146,29 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
     hf = tokenizers.Tokenizer.from_file(str(file))
   except Exception as e:  # the Rust side raises plain Exception
     raise TokenizerError(f'cannot parse {file}: {e}') from e
-  config_file = file.parent / CONFIG_FILE
-  chat_template = None
+  return Tokenizer(
+      hf, name=str(file), chat_template=_chat_template(file.parent)
+  )
+
+
+def _chat_template(directory: pathlib.Path) -> str | None:
+  """The jinja chat template saved next to a tokenizer, if any.
+
+  transformers keeps it in tokenizer_config.json ('chat_template') or, in
+  newer versions, in chat_template.jinja.
+  """
+  config_file = directory / CONFIG_FILE
   if config_file.is_file():
-    config = json.loads(config_file.read_text(encoding='utf-8'))
-    chat_template = config.get('chat_template')
-  return Tokenizer(hf, name=str(file), chat_template=chat_template)
+    try:
+      config = json.loads(config_file.read_text(encoding='utf-8'))
+    except json.JSONDecodeError as e:
+      raise TokenizerError(f'cannot parse {config_file}: {e}') from e
+    if isinstance(config.get('chat_template'), str):
+      return config['chat_template']
+  jinja_file = directory / JINJA_FILE
+  if jinja_file.is_file():
+    return jinja_file.read_text(encoding='utf-8')
+  return None
 
 
 def maxtext_tokenizer_dir(name: str = 'qwen3-tokenizer') -> pathlib.Path:

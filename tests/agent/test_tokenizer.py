@@ -101,6 +101,20 @@ def test_loads_real_qwen3_tokenizer_with_chat_template():
   assert tok.decode(tok.encode('Hello, 世界')) == 'Hello, 世界'
 
 
+def test_chat_template_from_a_jinja_file(tmp_path):
+  (tmp_path / 'tokenizer.json').write_text(
+      (GOLDEN / 'tokenizer.json').read_text()
+  )
+  assert tokenizer_lib.load_tokenizer(tmp_path).chat_template is None
+  (tmp_path / 'chat_template.jinja').write_text('{{ messages }}')
+  assert (
+      tokenizer_lib.load_tokenizer(tmp_path).chat_template == '{{ messages }}'
+  )
+  (tmp_path / 'tokenizer_config.json').write_text('{bad')
+  with pytest.raises(tokenizer_lib.TokenizerError, match='tokenizer_config'):
+    tokenizer_lib.load_tokenizer(tmp_path)
+
+
 def test_errors_say_what_to_do(tmp_path):
   with pytest.raises(tokenizer_lib.TokenizerError, match='no tokenizer at'):
     tokenizer_lib.load_tokenizer(tmp_path)
