@@ -25,6 +25,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           judge_temperature=1.0,  # our choice: "independently sampled"
       )
   )
+  # SearchMaster proposer/solver rewards (used by self-play runs).
+  c.searchmaster = ml_collections.ConfigDict(
+      dict(
+          r0=0.2, depth_horizon=10, oop_alpha=1.5, oop_beta=2.5, oop_lambda=0.5
+      )
+  )
   # Advantages: Dr. GRPO (mean only); True = SearchMaster's std-normalized.
   c.normalize_std = False
   # Policy loss: 'icepop' (recipe) or 'grpo_clip' (SearchMaster).
@@ -94,6 +100,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         f'unknown variant(s) {sorted(unknown)}; want tiny and/or searchmaster'
     )
   if 'searchmaster' in variants:  # SearchMaster's GRPO (searchmaster.md)
+    c.group_size = 8  # K_P = K_S = 8
     c.normalize_std = True
     c.loss.update(dict(objective='grpo_clip', kl_coef=0.001))
   if 'tiny' in variants:

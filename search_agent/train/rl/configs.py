@@ -8,6 +8,7 @@ import ml_collections
 from search_agent.rewards import claims as claims_lib
 from search_agent.rewards import judging
 from search_agent.rewards import outcome
+from search_agent.rewards import searchmaster
 from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import loss as loss_lib
 from search_agent.train.rl import rollout_times
@@ -30,6 +31,12 @@ def claim_voting(c: ml_collections.ConfigDict) -> claims_lib.ClaimVoting:
       judge_min_votes=r.judge_min_votes,
       sampling=judging.JudgeSampling(temperature=r.judge_temperature),
   )
+
+
+def searchmaster_rewards(
+    c: ml_collections.ConfigDict,
+) -> searchmaster.SearchMasterRewards:
+  return searchmaster.SearchMasterRewards(**c.searchmaster.to_dict())
 
 
 def advantage_config(c: ml_collections.ConfigDict) -> adv_lib.AdvantageConfig:

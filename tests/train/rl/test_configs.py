@@ -60,6 +60,15 @@ def test_searchmaster_variant(repo_root):
   assert loss.objective == 'grpo_clip' and loss.kl_coef == 0.001
   assert (loss.clip_low, loss.clip_high) == (0.2, 0.28)
   assert configs.advantage_config(c).normalize_std
+  sm = configs.searchmaster_rewards(c)
+  assert (
+      sm.r0,
+      sm.depth_horizon,
+      sm.oop_alpha,
+      sm.oop_beta,
+      sm.oop_lambda,
+  ) == (0.2, 10, 1.5, 2.5, 0.5)
+  assert c.group_size == 8
   assert configs.scheduler_config(c).groups_per_update == 4
 
 
