@@ -4,8 +4,8 @@ r"""Retrieval fidelity: evidence recall@k of the fused search, TREC run export.
       --workdir=/tmp/cal
 
 Scores the engine of a serve config against TREC topics and qrels, or, when
-none are given, against known-item topics made from the corpus
-(search_agent/search/calibration.py says how). Writes to the workdir:
+none are given, against known-item or linked-pair topics made from the
+corpus (search_agent/search/calibration.py says how). Writes to the workdir:
 topics.tsv and qrels.txt (when made), run.trec (top `run_depth` per topic)
 and recall.json (macro and micro evidence recall@k, trec.py's formulas).
 """
@@ -35,14 +35,23 @@ flags.mark_flags_as_required(['config', 'workdir'])
 def _topics_and_qrels(c, workdir: pathlib.Path):
   if c.topics or c.qrels:
     return trec.read_topics(c.topics), trec.read_qrels(c.qrels)
-  docs, _ = read_corpus(CorpusSpec(**c.corpus))
-  topics, qrels = calibration.make_known_item_topics(
-      list(docs),
-      c.num_topics,
-      seed=c.seed,
-      min_words=c.min_query_words,
-      max_words=c.max_query_words,
-  )
+  docs = list(read_corpus(CorpusSpec(**c.corpus))[0])
+  if c.generated == 'known_item':
+    topics, qrels = calibration.make_known_item_topics(
+        docs,
+        c.num_topics,
+        seed=c.seed,
+        min_words=c.min_query_words,
+        max_words=c.max_query_words,
+    )
+  elif c.generated == 'linked_pair':
+    topics, qrels = calibration.make_linked_pair_topics(
+        docs, c.num_topics, seed=c.seed, words_each=c.pair_words_each
+    )
+  else:
+    raise ValueError(
+        f"generated must be 'known_item' or 'linked_pair': {c.generated!r}"
+    )
   trec.write_topics(workdir / 'topics.tsv', topics)
   trec.write_qrels(workdir / 'qrels.txt', qrels)
   return topics, qrels
@@ -63,7 +72,7 @@ def main(argv):
   trec.write_run(workdir / 'run.trec', run, tag=c.run_tag)
   report = dataclasses.asdict(trec.evidence_recall(qrels, run, c.k))
   del report['per_query']
-  report['topics'] = c.topics or 'known_item'
+  report['topics'] = c.topics or c.generated
   report['rejected_queries'] = rejected
   report['qrels_without_topic'] = sorted(set(qrels) - set(topics))
   (workdir / 'recall.json').write_text(json.dumps(report, indent=2) + '\n')

@@ -12,6 +12,12 @@ are made from the corpus itself:
     are skipped); the title is masked so that the title view cannot simply
     echo it back;
   * the document is the one relevant target of its query.
+
+Linked-pair topics (`make_linked_pair_topics`) ask for two evidence targets
+at once, like a multi-hop question: for a document A that links to B (2Wiki
+links are derived from exact title mentions), the query is the first
+`words_each` words of A's known-item query followed by the first
+`words_each` of B's, and both A and B are relevant.
 """
 
 import random
@@ -58,6 +64,40 @@ def make_known_item_topics(
     qid = f'ki{len(topics)}'
     topics[qid] = ' '.join(words)
     qrels[qid] = {doc.doc_id: 1}
+  return topics, qrels
+
+
+def make_linked_pair_topics(
+    docs: Sequence[Document],
+    num_topics: int,
+    *,
+    seed: int = 0,
+    words_each: int = 5,
+) -> tuple[dict[str, str], trec.Qrels]:
+  """Linked-pair topics and qrels (see the module docstring).
+
+  Returns:
+    ({qid: query}, {qid: {a: 1, b: 1}}), qids 'lp0', 'lp1', ...; pairs whose
+    halves have fewer than `words_each` words are skipped.
+  """
+  by_id = {d.doc_id: d for d in docs}
+  pairs = sorted(
+      (a.doc_id, b)
+      for a in docs
+      for b in a.links
+      if b in by_id and b != a.doc_id
+  )
+  random.Random(seed).shuffle(pairs)
+  topics, qrels = {}, {}
+  for a, b in pairs:
+    if len(topics) == num_topics:
+      break
+    halves = [known_item_query(by_id[d], words_each) for d in (a, b)]
+    if any(len(h) < words_each for h in halves):
+      continue
+    qid = f'lp{len(topics)}'
+    topics[qid] = ' '.join(halves[0] + halves[1])
+    qrels[qid] = {a: 1, b: 1}
   return topics, qrels
 
 

@@ -39,6 +39,33 @@ def test_known_item_topics_are_deterministic_and_skip_short_ones():
   assert again == (topics, qrels)
 
 
+def test_linked_pair_topics_join_two_linked_documents():
+  lothair = Document(
+      doc_id='Lothair_II',
+      title='Lothair II',
+      url='https://en.wikipedia.org/wiki/Lothair_II',
+      text='Lothair II (835 - 869) was the king of Lotharingia from 855.',
+  )
+  a = Document(
+      doc_id='Teutberga',
+      title='Teutberga',
+      url='u',
+      text=TEUTBERGA.text,
+      links=('Lothair_II', 'Not_In_Corpus'),
+  )
+  topics, qrels = calibration.make_linked_pair_topics(
+      [a, lothair], 10, words_each=3
+  )
+  # Teutberga's query starts 'died 11 november'; Lothair II's (title words
+  # and stopwords masked) '835 869 king'.
+  assert topics == {'lp0': 'died 11 november 835 869 king'}
+  assert qrels == {'lp0': {'Teutberga': 1, 'Lothair_II': 1}}
+  assert (
+      calibration.make_linked_pair_topics([a, lothair], 10, words_each=9)[0]
+      == {}
+  )  # Lothair II's query has only 5 words
+
+
 def _calibrate(repo_root, workdir, *overrides):
   return subprocess.run(
       [

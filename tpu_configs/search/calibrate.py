@@ -2,8 +2,9 @@
 
 Usage: python -m index.calibrate --config=tpu_configs/search/calibrate.py
 --workdir=DIR. With `topics` and `qrels` empty, known-item topics are made
-from the served corpus (see index/calibrate.py: a document's first sentence,
-its title words and stopwords removed, must retrieve that document). Give
+from the served corpus (search_agent/search/calibration.py: a document's
+first sentence, its title words and stopwords removed, must retrieve that
+document; --config.generated=linked_pair asks for two linked documents). Give
 --config.topics=q.tsv --config.qrels=qrels.txt to score your own (e.g. the
 BrowseComp-Plus evidence qrels with their decrypted queries). The index,
 engine and guard sections are those of serve.py (same defaults).
@@ -21,9 +22,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     del c[key]
   c.topics = ''  # `qid<TAB>query` file; '' = make known-item topics
   c.qrels = ''  # TREC qrels file; '' = make known-item qrels
-  c.num_topics = 200  # known-item topics to make
+  # Topics made from the corpus when none are given: 'known_item' (one
+  # document per query) or 'linked_pair' (a linked pair, both relevant).
+  c.generated = 'known_item'
+  c.num_topics = 200  # topics to make
   c.min_query_words = 4  # skip documents whose query would be shorter
   c.max_query_words = 12  # words kept from the first sentence
+  c.pair_words_each = 5  # linked_pair: words from each document
   c.seed = 0  # which documents become topics
   c.k = 10  # recall cutoff (the seed quotes recall within the top ten)
   c.run_depth = 100  # results per topic written to the TREC run
