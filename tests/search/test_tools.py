@@ -8,9 +8,8 @@ import time
 import pytest
 
 from search_agent.agent.trajectory import ToolCall
-from search_agent.corpus import sources
+from search_agent.corpus.sources import CorpusSpec
 from search_agent.llm.scripted import ScriptedLLM
-from search_agent.search import backend
 from search_agent.search import reranker
 from search_agent.search import tantivy_index
 from search_agent.search import tools
@@ -18,17 +17,18 @@ from search_agent.search.guard import GuardConfig
 from search_agent.search.guard import LeakageGuard
 from search_agent.search.pages import PageConfig
 from search_agent.search.tantivy_backend import tantivy_engine
+from search_agent.search.tantivy_build import build_tantivy_index
 
 ALL = ('search', 'visit', 'open', 'find')
 
 
 @pytest.fixture(scope='module')
 def engine(tmp_path_factory):
-  """The bundled 2Wiki corpus, indexed once for this module (~3 s)."""
-  path = tmp_path_factory.mktemp('wiki') / 'index'
-  docs, _ = sources.read_corpus(sources.CorpusSpec())
-  with tantivy_index.IndexWriter(path, backend.IndexBuildConfig()) as w:
-    w.add_all(docs)
+  """The bundled 2Wiki corpus, indexed once per session (~3 s) with
+  index.build's builder; test modules share it by path."""
+  path = tmp_path_factory.getbasetemp() / 'bundled_2wiki_index'
+  if not (path / tantivy_index.CONFIG_FILE).is_file():
+    build_tantivy_index(CorpusSpec(), path)
   e = tantivy_engine(path)
   yield e
   e.close()
