@@ -16,6 +16,7 @@ from search_agent.agent import task as task_lib
 from search_agent.llm import protocol
 from search_agent.llm import registry
 from search_agent.search import client as client_lib
+from search_agent.search import reranker as reranker_lib
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 
@@ -77,8 +78,15 @@ def toolbox_factory(
         'set exactly one of search.index_dir (a tantivy index from'
         ' `python -m index.build`) or search.url (an `index.serve` service)'
     )
+  if search['rerank'] and aux is None:
+    raise EvalSetupError(
+        'search.rerank needs an auxiliary LLM: set aux.kind (openai) or turn'
+        ' rerank off'
+    )
   config = tools_lib.ToolboxConfig(
-      tools=tuple(search['tools']), top_k=search['top_k']
+      tools=tuple(search['tools']),
+      top_k=search['top_k'],
+      rerank=reranker_lib.RerankConfig(enabled=bool(search['rerank'])),
   )
   engine = None
   if search['index_dir']:
@@ -89,7 +97,11 @@ def toolbox_factory(
 
   def make(task: task_lib.Task) -> tools_lib.Toolbox:
     return tools_lib.Toolbox(
-        backend, config=config, summarizer=aux, context=task.question
+        backend,
+        config=config,
+        summarizer=aux,
+        reranker_llm=aux if search['rerank'] else None,
+        context=task.question,
     )
 
   make.manifest = {
@@ -97,7 +109,7 @@ def toolbox_factory(
       'backend': 'tantivy' if engine else 'http',
       'index_dir': search['index_dir'],
       'url': search['url'],
-      'visit_summarizer': getattr(aux, 'name', None),
+      'aux_llm': getattr(aux, 'name', None),
   }
   try:
     yield make

@@ -57,13 +57,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.policy = dict(kind='openai', name='', openai=_openai(), script=())
   # The judge: kind 'none' grades by exact match (rewards/answer_match).
   c.judge = dict(kind='openai', name='', openai=_openai(), script=())
-  # Auxiliary LLM for visit summaries; 'none' = extractive readings.
+  # Auxiliary LLM for visit summaries (and the reranker); 'none' =
+  # extractive visit readings, no reranking.
   c.aux = dict(kind='none', name='', openai=_openai(), script=())
   c.search = dict(
       index_dir='',  # a tantivy index (python -m index.build), or
       url='',  # an HTTP search service (python -m index.serve)
       tools=('search', 'visit'),  # SearchMaster-style: search, open, find
       top_k=10,
+      rerank=False,  # the seed's LLM reranker (needs aux)
   )
   c.agent = dict(
       max_steps=500,  # open-recipe.md: up to 500 agent steps

@@ -76,7 +76,19 @@ class OpenAIConfig:
 
 
 class _Retryable(Exception):
-  """An attempt failed in a way worth retrying."""
+  """An attempt failed in a way worth retrying (after `wait_s`, if set)."""
+
+  def __init__(self, message: str, wait_s: float | None = None):
+    super().__init__(message)
+    self.wait_s = wait_s
+
+
+def _retry_after(value: str | None) -> float | None:
+  """Seconds from a numeric Retry-After header (dates are ignored)."""
+  try:
+    return max(0.0, float(value)) if value else None
+  except ValueError:
+    return None
 
 
 class OpenAIClient:
@@ -173,25 +185,31 @@ class OpenAIClient:
       params: protocol.SamplingParams,
   ) -> list[protocol.Completion]:
     body = self.request_body(messages, params)
-    last = ''
+    last, wait = '', None
     client, semaphore = self._client()
     async with semaphore:
       for attempt in range(self.config.max_retries + 1):
         if attempt:
-          delay = min(
-              self.config.max_backoff_s,
-              self.config.backoff_s * 2 ** (attempt - 1),
-          )
-          await asyncio.sleep(delay * random.uniform(0.75, 1.25))
+          await asyncio.sleep(self._backoff(attempt, wait))
         self.attempts += 1
         try:
           return await self._attempt(client, body, params.n)
         except _Retryable as e:
-          last = str(e)
+          last, wait = str(e), e.wait_s
     raise protocol.LLMError(
         f'{self.config.base_url} model {self.config.model!r}: gave up after'
         f' {self.config.max_retries + 1} attempts; last error: {last}'
     )
+
+  def _backoff(self, attempt: int, retry_after: float | None) -> float:
+    """Exponential backoff with jitter; a server's Retry-After wins if longer."""
+    delay = min(
+        self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempt - 1)
+    )
+    delay *= random.uniform(0.75, 1.25)
+    if retry_after is not None:
+      delay = max(delay, min(retry_after, self.config.max_backoff_s))
+    return delay
 
   async def _attempt(
       self, client: httpx.AsyncClient, body: dict[str, Any], n: int
@@ -203,7 +221,10 @@ class OpenAIClient:
     except httpx.TransportError as e:
       raise _Retryable(f'transport error {type(e).__name__}: {e}') from e
     if resp.status_code in _RETRY_STATUS:
-      raise _Retryable(f'HTTP {resp.status_code}: {resp.text[:300]}')
+      raise _Retryable(
+          f'HTTP {resp.status_code}: {resp.text[:300]}',
+          _retry_after(resp.headers.get('retry-after')),
+      )
     if resp.status_code != 200:
       text = resp.text[:500]
       err = protocol.LLMError

@@ -56,6 +56,7 @@ def _evaluate(workdir, index, judge_url, repo_root):
       'url': '',
       'tools': ('search',),
       'top_k': 3,
+      'rerank': False,
   }
   with settings.toolbox_factory(search, None) as factory:
     return asyncio.run(
@@ -127,7 +128,7 @@ def test_failed_runs_are_rerun_and_regraded(tmp_path, tiny_index, repo_root):
       concurrency=2,
   )
   search = {'index_dir': str(tiny_index), 'url': '', 'tools': ('search',),
-            'top_k': 3}  # fmt: skip
+            'top_k': 3, 'rerank': False}  # fmt: skip
 
   def evaluate(policy):
     with settings.toolbox_factory(search, None) as factory:

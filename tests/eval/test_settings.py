@@ -47,7 +47,14 @@ def test_unknown_variant_and_search_choice(config_module):
     config_module.get_config('huge')
   with pytest.raises(settings.EvalSetupError, match='exactly one'):
     with settings.toolbox_factory(
-        {'index_dir': '', 'url': '', 'tools': ('search',), 'top_k': 3}, None
+        {
+            'index_dir': '',
+            'url': '',
+            'tools': ('search',),
+            'top_k': 3,
+            'rerank': False,
+        },
+        None,
     ):
       pass
 
@@ -60,3 +67,11 @@ def test_token_counter_choice(config_module):
   config = settings.eval_config(c)
   qwen = harness.counter(dataclasses.replace(config, tokenizer='qwen3'))
   assert qwen.count([{'role': 'user', 'content': 'Hello world'}]) == 2 + 8
+
+
+def test_rerank_needs_an_auxiliary_llm(tiny_index):
+  search = {'index_dir': str(tiny_index), 'url': '', 'tools': ('search',),
+            'top_k': 3, 'rerank': True}  # fmt: skip
+  with pytest.raises(settings.EvalSetupError, match='auxiliary LLM'):
+    with settings.toolbox_factory(search, None):
+      pass

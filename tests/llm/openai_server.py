@@ -62,6 +62,7 @@ class ScriptedServer:
 
   def __init__(self, behaviours: list[Behaviour] | Behaviour):
     self.requests: list[dict[str, Any]] = []
+    self.headers: dict[str, str] = {}  # added to every non-200 reply
     self.in_flight = 0
     self.max_in_flight = 0
     self._behaviours = behaviours
@@ -89,9 +90,12 @@ class ScriptedServer:
         status = 200
     finally:
       self.in_flight -= 1
+    headers = self.headers if status != 200 else None
     if isinstance(payload, str):
-      return responses.PlainTextResponse(payload, status_code=status)
-    return responses.JSONResponse(payload, status_code=status)
+      return responses.PlainTextResponse(
+          payload, status_code=status, headers=headers
+      )
+    return responses.JSONResponse(payload, status_code=status, headers=headers)
 
   @contextlib.contextmanager
   def running(self) -> Iterator['ScriptedServer']:

@@ -1,8 +1,10 @@
 """OpenAIClient against a real local HTTP server (uvicorn on 127.0.0.1)."""
 
 import asyncio
+import dataclasses
 import importlib.util
 import pathlib
+import time
 
 import pytest
 
@@ -183,3 +185,23 @@ def test_token_id_strings_in_logprobs_are_decoded():
       1,
   )
   assert c.token_ids == (11, 12) and c.logprobs == (-1.0, -2.0)
+
+
+def test_retry_after_header_is_honoured():
+  server = openai_server.ScriptedServer(
+      [
+          lambda b: (429, 'slow down'),
+          lambda b: (200, openai_server.reply('ok')),
+      ]
+  )
+  server.headers = {'Retry-After': '0.3'}
+  with server.running():
+    client = _client(server)  # backoff 0.01 s, max 0.02 s ...
+    client = openai_client.OpenAIClient(
+        dataclasses.replace(client.config, max_backoff_s=5.0)
+    )
+    start = time.monotonic()
+    [c] = _chat(client)
+  assert c.text == 'ok' and time.monotonic() - start >= 0.3
+  assert client._backoff(1, None) < 0.02  # pylint: disable=protected-access
+  assert client._backoff(1, 60.0) == 5.0  # capped by max_backoff_s
