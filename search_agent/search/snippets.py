@@ -100,30 +100,37 @@ class _WordCounter:
     return self._index
 
 
+@functools.lru_cache(maxsize=8192)
+def _prefix_pattern(prefixes: tuple[str, ...]) -> re.Pattern:
+  """Whole tokens that start with one of `prefixes` (case-insensitive)."""
+  alternation = '|'.join(map(re.escape, sorted(prefixes, key=len)[::-1]))
+  return re.compile(rf'(?<![^\W_])(?:{alternation})[^\W_]*', re.I)
+
+
 def _analyze(text, query_terms, phrases, analyzer: QueryAnalyzer) -> _Doc:
   """Locates query terms, phrases and sentence ends in `text`.
 
   The text is reduced to its words joined by single spaces (line ends
   marked), so a character offset maps to a word index by counting spaces
-  (in C). Only distinct token forms sharing a first letter with a query
-  term are analyzed (stemming keeps the first letter); their occurrences
-  are found with one cached regex. Python work is per match, not per word.
+  (in C). Candidate tokens are found with one regex: tokens starting with
+  a query term minus its last letter (the English stemmer rewrites
+  suffixes only, and y→i at the end); each candidate is analyzed (cached)
+  and kept if its term is a query term. Python work is per candidate, not
+  per word. Irregular forms whose stem is not a prefix (dying → die) are
+  not found.
   """
-  words = _LINE_END_RE.sub('\\1' + _LINE_END + ' ', text).split()
+  if '\n' in text:
+    text = _LINE_END_RE.sub('\\1' + _LINE_END + ' ', text)
+  words = text.split()
   norm = ' '.join(words)
   positions: dict[str, list[int]] = {t: [] for t in query_terms}
-  firsts = {t[:1] for t in query_terms}
-  forms = sorted(
-      f
-      for f in set(analysis.raw_tokens(norm))
-      if f[:1] in firsts and analyzer.term(f) in positions
-  )
-  if forms:
+  if positions:
+    prefixes = tuple(sorted({t[:-1] if len(t) > 2 else t for t in positions}))
     index = _WordCounter(norm)
-    alternation = '|'.join(map(re.escape, sorted(forms, key=len, reverse=True)))
-    for m in _bounded(alternation).finditer(norm):
+    for m in _prefix_pattern(prefixes).finditer(norm):
       term = analyzer.term(m.group().lower())
-      positions[term].append(index(m.start()))
+      if term in positions:
+        positions[term].append(index(m.start()))
   spans = []
   for phrase in phrases:
     toks = analysis.raw_tokens(phrase)
