@@ -2,8 +2,8 @@
 
 `build_es_index` creates the doc and passage indices (`es_bodies.py`) and
 bulk-loads a corpus with retries and progress (`es_bulk.py`); `EsBackend`
-answers `SearchBackend` calls with one `_msearch` per batch (every view of
-every query) and reads documents back with `_mget`. The same code drives
+answers `SearchBackend` calls with one `_msearch` per batch of up to
+`queries_per_msearch` queries (every view of every query) and reads documents back with `_mget`. The same code drives
 the official `elasticsearch` client and `opensearch-py`
 (`es_client.ClusterConfig.flavor`).
 """
@@ -83,7 +83,8 @@ def build_es_index(
     docs: The corpus, doc_ids unique.
     build: Passage window/stride and analysis (stopwords, stemming).
     overwrite: Delete existing indices of that prefix first; otherwise an
-      existing index is an error.
+      existing index is an error. A build that failed half-way leaves its
+      indices behind: rebuild with overwrite.
     progress: Called after each bulk request with the running stats.
 
   Returns:
@@ -100,15 +101,19 @@ def build_es_index(
   try:
     client.check_cluster()
     indices = client.raw.indices
+    existing = [
+        name
+        for name in names.values()
+        if client.call('exists', indices.exists, index=name)
+    ]
+    if existing and not overwrite:
+      raise BackendError(
+          f'index {existing[0]} already exists; pick another index_prefix or'
+          ' rebuild with overwrite'
+      )
+    for name in existing:
+      client.call('delete index', indices.delete, index=name)
     for kind, name in names.items():
-      exists = client.call('exists', indices.exists, index=name)
-      if exists and not overwrite:
-        raise BackendError(
-            f'index {name} already exists; pick another index_prefix or'
-            ' rebuild with overwrite'
-        )
-      if exists:
-        client.call('delete index', indices.delete, index=name)
       body = es_bodies.create_index_body(
           kind, build, shards=config.shards, replicas=config.replicas
       )
