@@ -4,16 +4,24 @@ import asyncio
 import json
 import threading
 import time
+import uuid
 
 import httpx
+import opensearchpy
 import pytest
 
 from search_agent.corpus.sources import CorpusSpec
+from search_agent.corpus.twowiki import read_2wiki
+from search_agent.search import es_backend
 from search_agent.search import service
 from search_agent.search import tantivy_index
+from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.es_backend import build_es_index
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
+from tpu_configs.search import serve as serve_config
 
+BUILD = IndexBuildConfig()
 LIMITS = service.ServiceLimits(
     max_body_bytes=4096, max_queries=4, max_k=20, max_doc_ids=3
 )
@@ -134,3 +142,35 @@ def test_batches_are_answered_concurrently(engine):
   assert probe.peak >= 4
   assert elapsed < 8 * 0.2 / 2
   assert json.dumps(responses[0].json())
+
+
+@pytest.mark.opensearch
+def test_service_over_opensearch_answers_like_tantivy(opensearch_url, engine):
+  c = serve_config.get_config()
+  c.backend = 'opensearch'
+  c.opensearch.cluster.hosts = (opensearch_url,)
+  c.opensearch.index.prefix = f'test-serve-{uuid.uuid4().hex[:8]}'
+  docs = read_2wiki()[:300]
+  build_es_index(es_backend.es_index_config(c.opensearch), docs, BUILD)
+  try:
+    es_engine = service.open_engine(c, workdir='')
+    try:
+      app = service.create_app(es_engine, LIMITS)
+      health, found = _requests(
+          app,
+          ('GET', '/health', None),
+          ('POST', '/search', {'queries': ['Lothair II', 'x "y'], 'k': 3}),
+      )
+    finally:
+      es_engine.close()
+  finally:
+    opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
+        index=f'{c.opensearch.index.prefix}-*'
+    )
+  assert health.json()['num_documents'] == 300
+  ok, bad = found.json()['results']
+  assert (
+      ok['hits'][0]['doc_id'] == engine.search(['Lothair II'], 1)[0][0].doc_id
+  )
+  assert 'Teutberga' in ok['hits'][0]['snippet']
+  assert 'unbalanced' in bad['error']
