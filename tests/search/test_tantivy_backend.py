@@ -3,7 +3,9 @@
 import pytest
 
 from search_agent.corpus.record import Document
+from search_agent.search import analysis
 from search_agent.search import backend
+from search_agent.search import sites
 from search_agent.search import tantivy_index
 from search_agent.search.parser import parse_query
 from search_agent.search.tantivy_backend import TantivyBackend
@@ -133,3 +135,27 @@ def test_writer_rejects_duplicates_and_reuse(index_dir, tmp_path):
       w.add_all([DOCS[0], DOCS[0]])
   with pytest.raises(backend.BackendError, match='already holds'):
     tantivy_index.IndexWriter(index_dir, backend.IndexBuildConfig())
+
+
+def test_host_suffixes_and_matching():
+  assert sites.host_suffixes('https://A.b.Example.org:8080/x?q') == [
+      'a.b.example.org',
+      'b.example.org',
+      'example.org',
+      'org',
+  ]
+  assert sites.host_suffixes('not a url') == []
+  assert sites.host_matches('https://en.wikipedia.org/x', 'wikipedia.org')
+  assert not sites.host_matches('https://notwikipedia.org/x', 'wikipedia.org')
+
+
+def test_query_analysis_matches_the_index():
+  qa = analysis.QueryAnalyzer(stem=True, remove_stopwords=True)
+  index_side = analysis.build_analyzer(stem=True, remove_stopwords=True)
+  text = "The Directors of running films, John's 1990s"
+  assert qa.terms(text) == index_side.analyze(text)
+  # Stopwords leave position gaps, as in the index.
+  assert qa.phrase('the director of the films') == [
+      (1, 'director'),
+      (4, 'film'),
+  ]
