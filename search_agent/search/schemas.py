@@ -17,6 +17,7 @@ empty values, values over the limits) raises `ToolArgumentError` with a
 message the agent can act on.
 """
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -62,6 +63,65 @@ def _function(name: str, description: str, properties, required):
   }
 
 
+_REF = {'type': 'string', 'description': 'A ref_id returned by search.'}
+_SCHEMAS = {
+    'search': _function(
+        'search',
+        'Search the web. Supports keywords, "exact phrases" in double'
+        ' quotes and one site:domain filter per query. Returns, per query,'
+        ' ranked results with a ref_id, title, URL and snippet.',
+        {
+            'query': {
+                'type': 'array',
+                'items': {'type': 'string'},
+                'minItems': 1,
+                'description': 'One or more search queries.',
+            }
+        },
+        ['query'],
+    ),
+    'visit': _function(
+        'visit',
+        'Read documents returned by search. Returns, per document, the'
+        ' evidence relevant to the goal and a summary of the page.',
+        {
+            'ref_id': {
+                'type': 'array',
+                'items': {'type': 'string'},
+                'minItems': 1,
+                'description': 'One or more ref_ids returned by search.',
+            },
+            'goal': {
+                'type': 'string',
+                'description': 'The information to look for.',
+            },
+        },
+        ['ref_id', 'goal'],
+    ),
+    'open': _function(
+        'open',
+        'Open a document returned by search and show one page of its text'
+        ' with line numbers. Use cursor to move to another page.',
+        {
+            'ref_id': _REF,
+            'cursor': {
+                'type': 'integer',
+                'minimum': 0,
+                'description': 'Page number, starting at 0 (default 0).',
+            },
+        },
+        ['ref_id'],
+    ),
+    'find': _function(
+        'find',
+        'Find exact (case-insensitive) matches of a pattern in an opened'
+        ' document. Returns matching lines with their line and page.',
+        {'ref_id': _REF, 'pattern': {'type': 'string'}},
+        ['ref_id', 'pattern'],
+    ),
+}
+
+
 def tool_schemas(names=TOOL_NAMES) -> list[dict[str, Any]]:
   """The JSON schemas of the named tools, in the order given.
 
@@ -74,67 +134,10 @@ def tool_schemas(names=TOOL_NAMES) -> list[dict[str, Any]]:
   Raises:
     ValueError: for a name that is not a tool.
   """
-  ref = {'type': 'string', 'description': 'A ref_id returned by search.'}
-  table = {
-      'search': _function(
-          'search',
-          'Search the web. Supports keywords, "exact phrases" in double'
-          ' quotes and one site:domain filter per query. Returns, per query,'
-          ' ranked results with a ref_id, title, URL and snippet.',
-          {
-              'query': {
-                  'type': 'array',
-                  'items': {'type': 'string'},
-                  'minItems': 1,
-                  'description': 'One or more search queries.',
-              }
-          },
-          ['query'],
-      ),
-      'visit': _function(
-          'visit',
-          'Read documents returned by search. Returns, per document, the'
-          ' evidence relevant to the goal and a summary of the page.',
-          {
-              'ref_id': {
-                  'type': 'array',
-                  'items': {'type': 'string'},
-                  'minItems': 1,
-                  'description': 'One or more ref_ids returned by search.',
-              },
-              'goal': {
-                  'type': 'string',
-                  'description': 'The information to look for.',
-              },
-          },
-          ['ref_id', 'goal'],
-      ),
-      'open': _function(
-          'open',
-          'Open a document returned by search and show one page of its text'
-          ' with line numbers. Use cursor to move to another page.',
-          {
-              'ref_id': ref,
-              'cursor': {
-                  'type': 'integer',
-                  'minimum': 0,
-                  'description': 'Page number, starting at 0 (default 0).',
-              },
-          },
-          ['ref_id'],
-      ),
-      'find': _function(
-          'find',
-          'Find exact (case-insensitive) matches of a pattern in an opened'
-          ' document. Returns matching lines with their line and page.',
-          {'ref_id': ref, 'pattern': {'type': 'string'}},
-          ['ref_id', 'pattern'],
-      ),
-  }
-  unknown = [n for n in names if n not in table]
+  unknown = [n for n in names if n not in _SCHEMAS]
   if unknown:
     raise ValueError(f'unknown tools {unknown}; known tools: {TOOL_NAMES}')
-  return [table[n] for n in names]
+  return [copy.deepcopy(_SCHEMAS[n]) for n in names]
 
 
 def _string_list(args, key, max_items, max_chars) -> tuple[str, ...]:
