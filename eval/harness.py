@@ -131,6 +131,9 @@ async def evaluate(
   }
   report = {'summary': metrics.summarize(records), 'manifest': manifest}
   report_lib.write(out, report)
+  for llm in (policy, judge):
+    if hasattr(llm, 'aclose'):
+      await llm.aclose()  # the HTTP connections of this event loop
   return report
 
 

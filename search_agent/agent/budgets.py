@@ -14,7 +14,6 @@ policy"): up to 500 agent steps, 32,768 output tokens per assistant call, a
 """
 
 import dataclasses
-import json
 from typing import Protocol, Sequence
 
 from search_agent.agent import trajectory
@@ -121,18 +120,3 @@ class TokenizerCounter:
       ids = self._tokenizer.encode(text)
       total += len(getattr(ids, 'ids', ids)) + self._per_message
     return total
-
-
-def to_message(turn: trajectory.Turn) -> protocol.Message:
-  """A Turn as a protocol message (reasoning and tool name when present)."""
-  m: protocol.Message = {'role': turn.role, 'content': turn.content}
-  if turn.reasoning:
-    m['reasoning'] = turn.reasoning
-  if turn.name:
-    m['name'] = turn.name
-  if turn.tool_calls:
-    m['tool_calls'] = [
-        {'name': c.name, 'arguments': json.loads(json.dumps(c.arguments))}
-        for c in turn.tool_calls
-    ]
-  return m

@@ -8,27 +8,10 @@ the one renderer with the generation prompt appended.
 
 from typing import Sequence
 
+from search_agent.agent import messages as messages_lib
 from search_agent.agent import renderer
-from search_agent.agent import trajectory
 from search_agent.llm import protocol
 from search_agent.model import tokenizer as tokenizer_lib
-
-
-def to_turn(m: protocol.Message) -> trajectory.Turn:
-  """A protocol message as a Turn."""
-  calls = tuple(
-      trajectory.ToolCall(
-          name=c['name'], arguments=dict(c.get('arguments', {}))
-      )
-      for c in m.get('tool_calls', ())
-  )
-  return trajectory.Turn(
-      role=m['role'],
-      content=m.get('content', ''),
-      reasoning=m.get('reasoning', ''),
-      tool_calls=calls,
-      name=m.get('name', ''),
-  )
 
 
 class RendererPrompts:
@@ -42,7 +25,7 @@ class RendererPrompts:
     self.stop_token_ids = renderer.stop_token_ids(tokenizer, self.template)
 
   def prompt_ids(self, messages: Sequence[protocol.Message]) -> tuple[int, ...]:
-    turns = [to_turn(m) for m in messages]
+    turns = [messages_lib.to_turn(m) for m in messages]
     return renderer.render(
         turns,
         self.tokenizer,

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 from search_agent.agent import budgets as budgets_lib
 from search_agent.agent import context
+from search_agent.agent import messages as messages_lib
 from search_agent.agent import trajectory
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
@@ -98,7 +99,7 @@ class ManagedContext:
     return list(turns)
 
   def count(self, turns: Sequence[trajectory.Turn]) -> int:
-    return self._counter.count([budgets_lib.to_message(t) for t in turns])
+    return self._counter.count([messages_lib.to_message(t) for t in turns])
 
   async def fit(self, step: int, steps_left: int) -> int | None:
     """Prompt tokens of the next view, compressing if the policy says so.

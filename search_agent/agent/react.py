@@ -22,6 +22,7 @@ from typing import Any, Protocol, Sequence
 
 from search_agent.agent import budgets as budgets_lib
 from search_agent.agent import managed_context
+from search_agent.agent import messages as messages_lib
 from search_agent.agent import token_record
 from search_agent.agent import toolcall
 from search_agent.agent import trajectory
@@ -202,7 +203,7 @@ class ReActAgent:
         max_tokens=cfg.budgets.output_room(n_prompt),
         seed=None if cfg.seed is None else cfg.seed + step,
     )
-    messages = [budgets_lib.to_message(t) for t in run.ctx.view()]
+    messages = [messages_lib.to_message(t) for t in run.ctx.view()]
     try:
       [completion] = await self.llm.chat(messages, params)
     except protocol.ContextLengthError:

@@ -3,7 +3,6 @@
 import pytest
 
 from search_agent.agent import budgets
-from search_agent.agent import trajectory
 from search_agent.model import tokenizer as tokenizer_lib
 
 
@@ -60,24 +59,3 @@ def test_tokenizer_counter_with_the_real_qwen3_tokenizer():
       {'role': 'user', 'content': 'Capital of France?'},  # 4 tokens
   ]
   assert counter.count(messages) == 2 + 4 + 2 * 3
-
-
-def test_to_message_keeps_reasoning_name_and_calls():
-  turn = trajectory.Turn(
-      role='assistant',
-      content='c',
-      reasoning='r',
-      tool_calls=(trajectory.ToolCall(name='search', arguments={'q': [1]}),),
-  )
-  assert budgets.to_message(turn) == {
-      'role': 'assistant',
-      'content': 'c',
-      'reasoning': 'r',
-      'tool_calls': [{'name': 'search', 'arguments': {'q': [1]}}],
-  }
-  tool = trajectory.Turn(role='tool', content='o', name='visit')
-  assert budgets.to_message(tool) == {
-      'role': 'tool',
-      'content': 'o',
-      'name': 'visit',
-  }
