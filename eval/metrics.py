@@ -6,7 +6,8 @@
 * Confidence interval: Wilson score interval at level `z` (1.96 ~ 95%):
   (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n).
 * Calibration (BrowseComp paper, "calibration error"): stated confidences in
-  [0, 100] put into `bins` equal-width bins; ECE = Σ_b (n_b/n)·|acc_b − conf_b|
+  [0, 100] put into `bins` equal-width bins;
+  ECE = Σ_b (n_b/n)·|acc_b − conf_b|
   over graded questions that stated a confidence.
 * Tool use: calls per question (mean, median, max), calls per tool, invalid
   turns, statuses and budgets hit.

@@ -35,7 +35,8 @@ def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
       f'| pass@1 | {_pct(summary["pass_at_1"])} '
       f'({summary["correct"]}/{summary["graded"]}) |',
       f'| 95% CI (Wilson) | {_pct(ci["low"])} – {_pct(ci["high"])} |',
-      f'| pass@1, judge errors as wrong | {_pct(summary["pass_at_1_strict"])} |',
+      f'| pass@1, judge errors as wrong |'
+      f' {_pct(summary["pass_at_1_strict"])} |',
       f'| questions / graded / judge errors | {summary["questions"]} / '
       f'{summary["graded"]} / {summary["judge_errors"]} |',
       f'| tool calls per question (mean / median / max) | '

@@ -6,8 +6,8 @@ r"""Evaluates an agent on a benchmark: run, grade, report.
 writes DIR/{trajectories.jsonl, results.jsonl, report.json, report.md,
 manifest.json}; rerunning with the same workdir resumes (finished questions
 are skipped, failed runs are run again, judge errors are re-graded;
---config.regrade=True grades everything again, e.g. with another judge). Compare two runs with
-`python -m eval.compare`.
+--config.regrade=True grades everything again, e.g. with another judge).
+Compare two runs with `python -m eval.compare`.
 """
 
 import asyncio

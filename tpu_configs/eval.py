@@ -120,7 +120,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         name='scripted-demo',
         openai=_openai(),
         script=(
-            f'<think>\nSearch first.\n</think>\n<tool_call>{search}</tool_call>',
+            '<think>\nSearch first.\n</think>\n'
+            f'<tool_call>{search}</tool_call>',
             '<think>\nThe page names her husband.\n</think>\nConfidence: 80%\n'
             '<answer>Lothair II</answer>',
         ),

@@ -202,7 +202,7 @@ class OpenAIClient:
     )
 
   def _backoff(self, attempt: int, retry_after: float | None) -> float:
-    """Exponential backoff with jitter; a server's Retry-After wins if longer."""
+    """Exponential backoff with jitter; a longer Retry-After wins."""
     delay = min(
         self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempt - 1)
     )

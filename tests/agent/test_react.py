@@ -62,7 +62,8 @@ class CompletionLLM:
 
 def call(query: str) -> str:
   args = {'name': 'search', 'arguments': {'query': [query]}}
-  return f'<think>look up {query}</think>\n<tool_call>{json.dumps(args)}</tool_call>'
+  body = json.dumps(args)
+  return f'<think>look up {query}</think>\n<tool_call>{body}</tool_call>'
 
 
 ANSWER = '<think>done</think>\nConfidence: 90%\n<answer>Paris</answer>'

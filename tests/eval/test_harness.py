@@ -28,7 +28,10 @@ SCRIPT = (
     f'<tool_call>{SEARCH}</tool_call>',
     'Confidence: 70%\n<answer>Lothair II</answer>',
 )
-VERDICT = 'extracted_final_answer: Lothair II\nreasoning: r\ncorrect: {}\nconfidence: 70'
+VERDICT = (
+    'extracted_final_answer: Lothair II\nreasoning: r\ncorrect: {}\n'
+    'confidence: 70'
+)
 
 
 def _evaluate(workdir, index, judge_url, repo_root):
