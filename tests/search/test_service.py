@@ -7,6 +7,8 @@ import time
 import uuid
 
 import httpx
+import hypothesis
+from hypothesis import strategies as st
 import opensearchpy
 import pytest
 
@@ -174,3 +176,32 @@ def test_service_over_opensearch_answers_like_tantivy(opensearch_url, engine):
   )
   assert 'Teutberga' in ok['hits'][0]['snippet']
   assert 'unbalanced' in bad['error']
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_BODIES = st.one_of(
+    _JSON,
+    st.fixed_dictionaries(
+        {'queries': st.lists(st.text(max_size=40), max_size=5)},
+        optional={'k': st.integers(-5, 200) | _JSON},
+    ),
+    st.fixed_dictionaries({'doc_ids': st.lists(st.text(max_size=20))}),
+    st.binary(max_size=64),
+)
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(path=st.sampled_from(['/search', '/documents']), body=_BODIES)
+def test_no_input_causes_a_5xx(engine, path, body):
+  app = service.create_app(engine, LIMITS)
+  if not isinstance(body, bytes):
+    body = json.dumps(body).encode()
+  (resp,) = _requests(app, ('POST', path, body))
+  assert resp.status_code in (200, 400, 413), resp.text
+  if resp.status_code != 200:
+    assert resp.json()['error']

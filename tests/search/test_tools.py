@@ -5,6 +5,8 @@ import json
 import re
 import time
 
+import hypothesis
+from hypothesis import strategies as st
 import pytest
 
 from search_agent.agent.trajectory import ToolCall
@@ -156,3 +158,34 @@ def test_reranker_reorders_results_and_is_recorded(engine):
   assert 'Who was Waldrada?' in llm.calls[0][0]['content']
   with pytest.raises(ValueError, match='reranker_llm'):
     tools.Toolbox(engine, config=config)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_ARGS = st.one_of(
+    _JSON,
+    st.fixed_dictionaries({}, optional={
+        'query': st.lists(st.text(max_size=30), max_size=3) | _JSON,
+        'ref_id': st.sampled_from(['r1', 'r2', 'r0', '', 'R1']) | _JSON,
+        'goal': st.text(max_size=30),
+        'cursor': st.integers(-2, 5) | _JSON,
+        'pattern': st.text(max_size=10),
+    }),
+)  # fmt: skip
+
+
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(name=st.sampled_from(ALL + ('browse', '')), arguments=_ARGS)
+def test_any_call_gives_an_observation_never_an_exception(
+    engine, name, arguments
+):
+  box = tools.Toolbox(engine, config=tools.ToolboxConfig(tools=ALL, top_k=2))
+  _run(box, 'search', query=['Lothair II'])
+  call = ToolCall(name=name, arguments=arguments)
+  result = asyncio.run(box.execute(call))
+  assert isinstance(result, tools.ToolResult) and result.text
+  json.dumps(result.data)
