@@ -1,0 +1,1 @@
+"""MaxText adapter: model configs, sharding, logprobs, routing, sampler."""

@@ -1,0 +1,81 @@
+"""Per-token log-probabilities of given tokens, chunked over the sequence.
+
+The output head runs on `chunk` positions at a time inside a rematerialized
+`lax.scan`, so neither the forward nor the backward pass ever holds more than
+batch x chunk x vocab logits: memory does not grow with length x vocab.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from search_agent.model import maxtext_model
+
+
+def chunked_token_logprobs(
+    logits_fn,
+    hidden_btd: jax.Array,
+    targets_bt: jax.Array,
+    chunk: int,
+) -> jax.Array:
+  """log p(targets[b, t] | hidden[b, t]) for every position.
+
+  Args:
+    logits_fn: Maps hidden states [b, c, d] to logits [b, c, v].
+    hidden_btd: Final hidden states.
+    targets_bt: Token ids to score (the next tokens).
+    chunk: Positions per chunk; the length is padded up to a multiple.
+
+  Returns:
+    float32 log-probabilities [b, t].
+  """
+  b, t, d = hidden_btd.shape
+  n = -(-t // chunk)
+  pad = n * chunk - t
+  if pad:
+    hidden_btd = jnp.pad(hidden_btd, ((0, 0), (0, pad), (0, 0)))
+    targets_bt = jnp.pad(targets_bt, ((0, 0), (0, pad)))
+  h_nbcd = hidden_btd.reshape(b, n, chunk, d).swapaxes(0, 1)
+  y_nbc = targets_bt.reshape(b, n, chunk).swapaxes(0, 1)
+
+  @functools.partial(jax.checkpoint, prevent_cse=False)
+  def one_chunk(h_bcd, y_bc):
+    logits_bcv = logits_fn(h_bcd).astype(jnp.float32)
+    lse_bc = jax.nn.logsumexp(logits_bcv, axis=-1)
+    picked_bc = jnp.take_along_axis(logits_bcv, y_bc[..., None], axis=-1)
+    return picked_bc[..., 0] - lse_bc
+
+  def body(carry, xs):
+    return carry, one_chunk(*xs)
+
+  _, lp_nbc = jax.lax.scan(body, None, (h_nbcd, y_nbc))
+  return lp_nbc.swapaxes(0, 1).reshape(b, n * chunk)[:, :t]
+
+
+def token_logprobs(
+    model: maxtext_model.Model,
+    params,
+    tokens_bt: jax.Array,
+    positions_bt: jax.Array,
+    segments_bt: jax.Array,
+    targets_bt: jax.Array,
+    forced_bsle: jax.Array | None = None,
+) -> tuple[jax.Array, maxtext_model.ForwardOut]:
+  """Forward pass + chunked log-probs of `targets_bt`; call under rules()."""
+  out = maxtext_model.forward(
+      model.graphdef,
+      params,
+      model.rest,
+      tokens_bt,
+      positions_bt,
+      segments_bt,
+      forced_bsle,
+  )
+  logits_fn = functools.partial(
+      maxtext_model.logits_from_hidden, model.graphdef, params, model.rest
+  )
+  lp = chunked_token_logprobs(
+      logits_fn, out.hidden_btd, targets_bt, model.config.logits_chunk
+  )
+  return lp, out

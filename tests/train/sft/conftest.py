@@ -1,0 +1,45 @@
+"""Real SFT test data: WebDancer trajectories with the question as user turn.
+
+The chatml user turn repeats the tool descriptions (~600 tokens); keeping only
+the question (agent.chatml.extract_question) lets short test rows (256-512
+tokens) hold supervised assistant tokens. Everything else is the real data.
+"""
+
+import dataclasses
+import json
+
+import pytest
+
+from search_agent.agent import chatml
+from search_agent.model import tokenizer as tokenizer_lib
+
+
+def write_short_trajectories(src, out_path, n):
+  trajs, errors = chatml.import_chatml_file(src)
+  assert not errors
+  with open(out_path, 'w', encoding='utf-8') as f:
+    for t in trajs[:n]:
+      msgs = list(t.messages)
+      first_user = next(i for i, m in enumerate(msgs) if m.role == 'user')
+      msgs[first_user] = dataclasses.replace(
+          msgs[first_user], content=chatml.extract_question(msgs[1].content)
+      )
+      t = dataclasses.replace(t, messages=tuple(msgs))
+      f.write(json.dumps(t.to_json()) + '\n')
+  return str(out_path)
+
+
+@pytest.fixture(scope='session')
+def sft_jsonl(tmp_path_factory, shared_data):
+  src = shared_data / 'trajectories' / 'webdancer_sample_traj.jsonl'
+  out = tmp_path_factory.mktemp('sft') / 'train.jsonl'
+  return write_short_trajectories(src, out, 24)
+
+
+@pytest.fixture(scope='session')
+def tiny_tokenizer_dir(tmp_path_factory, shared_data):
+  out = tmp_path_factory.mktemp('tok')
+  with open(shared_data / 'corpus' / '2wikimultihopqa_corpus.json') as f:
+    docs = json.load(f)
+  tokenizer_lib.train_tiny_tokenizer(docs, out, 4096)
+  return str(out)
