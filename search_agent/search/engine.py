@@ -68,6 +68,14 @@ class EngineConfig:
   snippet: snippets.SnippetConfig = snippets.SnippetConfig()
 
 
+def _check_batch(queries) -> None:
+  if isinstance(queries, str):
+    raise TypeError(
+        'search() takes a list of query strings, got one string; wrap it:'
+        ' search([query], k)'
+    )
+
+
 class SearchEngine:
   """Fused three-view search with snippets over one backend."""
 
@@ -111,12 +119,14 @@ class SearchEngine:
       ValueError: if k is not in [1, config.max_k].
       BackendError: if the backend fails.
     """
+    _check_batch(queries)
     return self.search_parsed([self.parse(q) for q in queries], k)
 
   def search_or_errors(
       self, queries: Sequence[str], k: int
   ) -> list[list[Hit] | parser.QueryError]:
     """Like `search`, with a malformed query's QueryError in its slot."""
+    _check_batch(queries)
     parsed, out = [], []
     for q in queries:
       try:

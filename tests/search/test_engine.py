@@ -69,6 +69,8 @@ def test_batch_order_and_per_query_errors(wiki_engine):
   with pytest.raises(ValueError, match='k must be'):
     wiki_engine.search(['x'], 0)
   assert wiki_engine.search([], 3) == []
+  with pytest.raises(TypeError, match='list of query strings'):
+    wiki_engine.search('Teutberga', 3)
 
 
 def test_reranker_hook(wiki_engine):
