@@ -131,6 +131,23 @@ class Toolbox:
   def schemas(self) -> list[dict[str, Any]]:
     return schemas.tool_schemas(self.config.tools)
 
+  def manifest(self) -> dict[str, Any]:
+    """What a run manifest records about these tools: schemas, settings,
+    the auxiliary models and the SHA-256 of the prompts they use."""
+    prompts, models = {}, {}
+    if self.reader.llm is not None:
+      prompts[self.reader.prompt.name] = self.reader.prompt.sha256
+      models['summarizer'] = self.reader.llm.name
+    if self.reranker is not None:
+      prompts[self.reranker.prompt.name] = self.reranker.prompt.sha256
+      models['reranker'] = self.reranker.llm.name
+    return {
+        'schemas': self.schemas(),
+        'config': dataclasses.asdict(self.config),
+        'models': models,
+        'prompts': prompts,
+    }
+
   def ref_for(self, doc_id: str, title: str, url: str) -> str:
     """The stable ref_id of a document, assigned on first sight."""
     if doc_id not in self._by_doc:

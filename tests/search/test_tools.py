@@ -158,6 +158,14 @@ def test_reranker_reorders_results_and_is_recorded(engine):
   assert 'Who was Waldrada?' in llm.calls[0][0]['content']
   with pytest.raises(ValueError, match='reranker_llm'):
     tools.Toolbox(engine, config=config)
+  manifest = box.manifest()
+  assert [s['function']['name'] for s in manifest['schemas']] == [
+      'search', 'visit'
+  ]  # fmt: skip
+  assert manifest['models'] == {'reranker': 'scripted'}
+  assert len(manifest['prompts']['rerank.txt']) == 64
+  assert manifest['config']['rerank']['enabled'] is True
+  json.dumps(manifest)
 
 
 _JSON = st.recursive(
