@@ -6,11 +6,15 @@ import importlib.util
 import json
 import pathlib
 
+from eval import comparison
 from eval import datasets
 from eval import grading
 from eval import harness
 from eval import results
 from eval import settings
+from search_agent.agent import budgets
+from search_agent.agent import managed_context
+from search_agent.agent import react
 from search_agent.llm import openai_client
 from search_agent.llm import protocol
 from search_agent.llm import registry
@@ -160,3 +164,63 @@ def test_failed_runs_are_rerun_and_regraded(tmp_path, tiny_index, repo_root):
   assert s['grade_methods'] == {'exact_match': 2}
   lines = (tmp_path / results.TRAJECTORIES).read_text().splitlines()
   assert len(lines) == 4  # append-only: the reruns supersede the failures
+
+
+def _long_horizon(messages):
+  """Six searches, then the answer; counts searches carried in reset notes."""
+  text = ' '.join(m['content'] for m in messages if m['role'] == 'user')
+  done = text.count('called search') + sum(
+      m['role'] == 'assistant' for m in messages
+  )
+  if done < 6:
+    body = {'name': 'search', 'arguments': {'query': [f'Lothair {done}']}}
+    return f'<tool_call>{json.dumps(body)}</tool_call>'
+  return 'Confidence: 60%\n<answer>Lothair II</answer>'
+
+
+def test_context_management_on_vs_off(tmp_path, tiny_index, repo_root):
+  """iris.md's point on a small context: without CM the run hits the limit."""
+  search = {'index_dir': str(tiny_index), 'url': '', 'tools': ('search',),
+            'top_k': 10, 'rerank': False}  # fmt: skip
+  reports = {}
+  for policy in ('none', 'discard_all'):
+    config = harness.EvalConfig(
+        dataset=datasets.DatasetConfig(
+            name='demo',
+            format='tasks',
+            path=str(repo_root / 'eval/data/2wiki_demo_tasks.jsonl'),
+        ),
+        agent=react.AgentConfig(
+            budgets=budgets.Budgets(
+                max_steps=20, context_limit=6_000, min_output_tokens=256
+            ),
+            context=managed_context.ContextConfig(policy=policy),
+        ),
+        concurrency=4,
+    )
+    with settings.toolbox_factory(search, None) as factory:
+      reports[policy] = asyncio.run(
+          harness.evaluate(
+              config,
+              policy=scripted.ScriptedLLM(_long_horizon),
+              judge=None,
+              toolbox_factory=factory,
+              workdir=tmp_path / policy,
+              describe={},
+          )
+      )
+  off, on = reports['none']['summary'], reports['discard_all']['summary']
+  assert off['statuses'] == {'context_limit': 4} and off['pass_at_1'] == 0.0
+  assert off['budgets_hit'] == {'context_limit': 4}
+  assert on['statuses'] == {'answered': 4} and on['pass_at_1'] == 0.25
+  assert on['tools']['calls_mean'] == 6.0
+  recs = results.read_records(tmp_path / 'discard_all' / results.RESULTS)
+  assert all(r['context_resets'] >= 1 for r in recs.values())
+  out = comparison.compare(
+      [str(tmp_path / 'none'), str(tmp_path / 'discard_all')],
+      ['no CM', 'discard-all'],
+      tmp_path / 'cmp',
+  )
+  assert out['paired']['only_b'] == 1 and out['paired']['only_a'] == 0
+  md = (tmp_path / 'cmp' / 'compare.md').read_text()
+  assert '| pass@1 | 0.0% | 25.0% | +25.0 pp |' in md
