@@ -13,7 +13,9 @@ import pytest
 
 from search_agent.corpus import twowiki
 from search_agent.corpus.record import Document
+from search_agent.search import analysis
 from search_agent.search import es_backend
+from search_agent.search import es_bodies
 from search_agent.search import es_client
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import IndexBuildConfig
@@ -85,6 +87,58 @@ def _rank(backend, text, k=10):
   (views,) = backend.view_rankings([parse_query(text)], k)
   assert set(views) == set(VIEWS)
   return views
+
+
+TRICKY = (
+    'नमस्ते café cafe\u0301 ΑΘΗΝΑ Running’s O’Brien 1990s x_y ﬁne Ⅻ ½ ²'
+    ' Zürich-based "The Lord of the Rings" e-mail 3.14 C++ naïve'
+)
+
+
+def _analyze(client, build: IndexBuildConfig, text: str) -> list[str]:
+  """Tokens of `text` under es_bodies' analyzer for `build` (inline)."""
+  settings = es_bodies.analysis_settings(build)
+  names = settings['analyzer'][es_bodies.ANALYZER]['filter']
+  body = {
+      'tokenizer': settings['tokenizer']['en_words'],
+      'filter': [settings['filter'].get(n, n) for n in names],
+      'text': text,
+  }
+  return [t['token'] for t in client.indices.analyze(body=body)['tokens']]
+
+
+def _texts(corpus) -> list[str]:
+  return [TRICKY] + [d.text for d in corpus[::3]] + [d.title for d in corpus]
+
+
+def test_unstemmed_analysis_matches_tantivy_token_for_token(config, corpus):
+  client = opensearchpy.OpenSearch(hosts=list(config.cluster.hosts))
+  build = IndexBuildConfig(stem=False)
+  tantivy_analyzer = analysis.build_analyzer(stem=False, remove_stopwords=True)
+  for text in _texts(corpus):
+    assert _analyze(client, build, text) == tantivy_analyzer.analyze(text)
+
+
+def test_stemmers_differ_on_few_words(config, corpus):
+  """Lucene 9.12's Snowball English predates the revision tantivy's
+  rust-stemmers implements (R1 exceptions such as "inter", "organ",
+  "univers"; "-ogist" → "-og"; "added" → "add")."""
+  client = opensearchpy.OpenSearch(hosts=list(config.cluster.hosts))
+  tantivy_analyzer = analysis.build_analyzer(stem=True, remove_stopwords=True)
+  same = total = 0
+  for text in _texts(corpus):
+    ours, theirs = _analyze(client, BUILD, text), tantivy_analyzer.analyze(text)
+    assert len(ours) == len(theirs)
+    same += sum(a == b for a, b in zip(ours, theirs))
+    total += len(ours)
+  assert same / total > 0.995
+  known = 'international biologist organized added universities'
+  assert _analyze(client, BUILD, known) == [
+      'intern', 'biologist', 'organ', 'ad', 'univers'
+  ]  # fmt: skip
+  assert tantivy_analyzer.analyze(known) == [
+      'internat', 'biolog', 'organiz', 'add', 'universiti'
+  ]  # fmt: skip
 
 
 def test_opens_with_the_build_config_and_counts(backend, corpus):
