@@ -10,7 +10,8 @@ calls in a thread pool) and `HttpSearch` (talks to `index.serve`) offer:
   * `await aclose()`.
 
 Failures of the service itself (unreachable, 5xx, a malformed reply, a
-backend error) raise `SearchServiceError`.
+backend error) raise `SearchServiceError`; `HttpSearch` first retries
+transport errors and 502/503/504 with exponential backoff.
 """
 
 import asyncio
@@ -24,6 +25,8 @@ from search_agent.search import parser
 from search_agent.search.backend import BackendError
 from search_agent.search.engine import Hit
 from search_agent.search.engine import SearchEngine
+
+_TRANSIENT = (502, 503, 504)
 
 
 class SearchServiceError(RuntimeError):
@@ -125,6 +128,8 @@ class HttpSearch:
       base_url: str,
       *,
       timeout_s: float = 30.0,
+      retries: int = 2,
+      backoff_s: float = 0.5,
       transport: httpx.AsyncBaseTransport | None = None,
   ):
     """Creates a client.
@@ -132,21 +137,33 @@ class HttpSearch:
     Args:
       base_url: E.g. 'http://127.0.0.1:8080'.
       timeout_s: Per-request timeout.
+      retries: Extra attempts after a transport error or a 502/503/504
+        (the service restarting or overloaded); a 4xx is never retried.
+      backoff_s: Wait before the first retry; doubles each retry.
       transport: Optional httpx transport (e.g. httpx.ASGITransport(app) to
         talk to an app in process).
     """
     self._http = httpx.AsyncClient(
         base_url=base_url, timeout=timeout_s, transport=transport
     )
+    self._retries = retries
+    self._backoff_s = backoff_s
 
   async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    try:
-      resp = await self._http.post(path, json=body)
-    except httpx.HTTPError as e:
-      raise SearchServiceError(
-          f'search service at {self._http.base_url} unreachable:'
-          f' {type(e).__name__}: {e}'
-      ) from e
+    for attempt in range(self._retries + 1):
+      last = attempt == self._retries
+      try:
+        resp = await self._http.post(path, json=body)
+      except httpx.HTTPError as e:
+        if last:
+          raise SearchServiceError(
+              f'search service at {self._http.base_url} unreachable after'
+              f' {attempt + 1} attempt(s): {type(e).__name__}: {e}'
+          ) from e
+      else:
+        if resp.status_code not in _TRANSIENT or last:
+          break
+      await asyncio.sleep(self._backoff_s * 2**attempt)
     if resp.status_code != 200:
       raise SearchServiceError(
           f'search service answered {resp.status_code} to {path}:'

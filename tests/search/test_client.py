@@ -92,7 +92,7 @@ def test_service_failures_raise_search_service_error(engine):
     asyncio.run(over_limit())
 
   async def unreachable():
-    http = client.HttpSearch('http://127.0.0.1:9', timeout_s=2)
+    http = client.HttpSearch('http://127.0.0.1:9', timeout_s=2, retries=0)
     try:
       await http.get_documents(['x'])
     finally:
@@ -102,3 +102,41 @@ def test_service_failures_raise_search_service_error(engine):
     asyncio.run(unreachable())
   with pytest.raises(TypeError, match='SearchEngine or a search service'):
     client.as_service(object())
+
+
+class _Flaky(httpx.AsyncBaseTransport):
+  """The real app behind a transport whose first `failures` answers are 503."""
+
+  def __init__(self, app, failures: int):
+    self._app = httpx.ASGITransport(app=app)
+    self.failures = failures
+    self.requests = 0
+
+  async def handle_async_request(self, request):
+    self.requests += 1
+    if self.requests <= self.failures:
+      return httpx.Response(503, json={'error': 'restarting'})
+    return await self._app.handle_async_request(request)
+
+
+def test_transient_failures_are_retried_with_backoff(engine):
+  app = service.create_app(engine, service.ServiceLimits())
+
+  def search(failures):
+    transport = _Flaky(app, failures)
+
+    async def go():
+      http = client.HttpSearch(
+          'http://test', retries=2, backoff_s=0.01, transport=transport
+      )
+      try:
+        return await http.search(['Teutberga'], 1)
+      finally:
+        await http.aclose()
+
+    return asyncio.run(go()), transport.requests
+
+  (result,), requests = search(2)
+  assert result.hits[0].doc_id == 'Teutberga' and requests == 3
+  with pytest.raises(client.SearchServiceError, match='503'):
+    search(3)
