@@ -3,9 +3,10 @@
 "To examine selected results, the agent calls visit with an information goal
 that guides evidence extraction from the underlying documents": per page, the
 evidence relevant to the goal and a page summary, "produced by an auxiliary
-language model". The model gets the goal, title, URL and page text (pages
-longer than `max_content_words` are cut, and the reading says so) and answers
-in `<evidence>` / `<summary>` blocks (prompt: visit_summary.txt).
+language model". The model gets the goal, title, URL and page text (a page
+longer than `max_content_words` is shortened to its beginning plus the
+passages that best match the goal, and the reading says so) and answers in
+`<evidence>` / `<summary>` blocks (prompt: visit_summary.txt).
 
 With no model configured, or when the model fails and
 `on_llm_error='extractive'`, the reading is extractive: the page windows that
@@ -39,18 +40,34 @@ WindowsFn = Callable[[str, str, int], list[str]]
 """(page text, goal, n) -> up to n passages best matching the goal."""
 
 
-def bm25_windows(analyzer: QueryAnalyzer | None = None) -> WindowsFn:
-  """The extractive reader: `snippets.best_windows` texts, best first.
+def bm25_windows(
+    analyzer: QueryAnalyzer | None = None, pad_words: int = 32
+) -> WindowsFn:
+  """The extractive reader: `snippets.best_windows`, padded, best first.
+
+  A best window may hold its matches at one edge (ties go to the earliest
+  start), so each is widened by `pad_words` on both sides; widened windows
+  that overlap a better one are merged into it.
 
   Args:
     analyzer: Analyzer matching the index; default stemmed English with
       stopwords removed (the tantivy backend's default).
+    pad_words: Words added before and after each window.
   """
   analyzer = analyzer or QueryAnalyzer(stem=True, remove_stopwords=True)
 
   def windows(text: str, goal: str, n: int) -> list[str]:
-    found = snippets.best_windows(text, goal, analyzer, top_n=n)
-    return [w.text for w in found]
+    words = text.split()  # the word positions best_windows counts
+    spans: list[list[int]] = []
+    for w in snippets.best_windows(text, goal, analyzer, top_n=n):
+      lo, hi = max(0, w.start - pad_words), min(len(words), w.end + pad_words)
+      for span in spans:
+        if lo < span[1] and span[0] < hi:
+          span[0], span[1] = min(lo, span[0]), max(hi, span[1])
+          break
+      else:
+        spans.append([lo, hi])
+    return [' '.join(words[lo:hi]) for lo, hi in spans]
 
   return windows
 
@@ -64,8 +81,10 @@ class VisitConfig:
   """How `visit` reads pages.
 
   Attributes:
-    max_content_words: Page words given to the summarizer; longer pages are
-      cut there (6,000 words ~ 8k tokens keeps a call cheap).
+    max_content_words: Page words given to the summarizer (6,000 words ~ 8k
+      tokens keeps a call cheap). A longer page is shown as its first half
+      budget of words plus the 64-word windows of the rest that best match
+      the goal (BM25), filling the other half.
     extract_windows: Passages returned by the extractive reading.
     on_llm_error: 'raise' or 'extractive' (fall back and record why).
     prompt: Prompt file name under search_agent/llm/prompts/.
@@ -98,7 +117,8 @@ class Reading:
     summary: Page summary ('' for an extractive reading).
     method: 'llm' or 'extractive'.
     fallback: Why an extractive reading replaced the model, or None.
-    truncated: The model saw only the first max_content_words words.
+    truncated: The page was over max_content_words; the model saw its
+      beginning and the passages that best match the goal.
     tagged: The model reply had the <evidence>/<summary> blocks (an
       untagged reply is kept whole as the summary).
   """
@@ -150,6 +170,24 @@ class PageReader:
         evidence=evidence, summary='', method='extractive', fallback=why
     )
 
+  def _content(self, doc: Document, goal: str) -> tuple[str, bool]:
+    """The page text for the model, and whether it was shortened."""
+    words = doc.text.split()
+    budget = self.config.max_content_words
+    if len(words) <= budget:
+      return doc.text, False
+    head, left = budget // 2, budget - budget // 2
+    parts = [' '.join(words[:head])]
+    for window in self._windows_fn(' '.join(words[head:]), goal, left // 64):
+      kept = window.split()
+      cut = max(0, len(kept) - left)  # trimmed evenly off both ends
+      kept = kept[cut // 2 : len(kept) - (cut - cut // 2)]
+      parts.append(' '.join(kept))
+      left -= len(kept)
+      if not left:
+        break
+    return '\n[...]\n'.join(parts), True
+
   async def read(self, doc: Document, goal: str) -> Reading:
     """Reads one page for a goal.
 
@@ -159,11 +197,7 @@ class PageReader:
     """
     if self.llm is None:
       return self.extract(doc, goal, None)
-    words = doc.text.split()
-    truncated = len(words) > self.config.max_content_words
-    content = ' '.join(words[: self.config.max_content_words]) + (
-        ' [... page cut here ...]' if truncated else ''
-    )
+    content, truncated = self._content(doc, goal)
     message = self.prompt.render(
         goal=goal, title=doc.title, url=doc.url, content=content
     )
@@ -208,7 +242,10 @@ def format_reading(ref_id: str, doc: Document, reading: Reading) -> str:
     lines += [f'Note: {note}', f'Evidence:\n{reading.evidence}']
   else:
     if reading.truncated:
-      lines.append('Note: the page was long; only its beginning was read.')
+      lines.append(
+          'Note: the page was long; its beginning and the passages that best'
+          ' match the goal were read.'
+      )
     lines += [
         f'Evidence:\n{reading.evidence or "(none given)"}',
         f'Summary:\n{reading.summary or "(none given)"}',
