@@ -238,13 +238,17 @@ def import_chatml_file(
   silently. Repeated ids get a '-<n>' suffix so ids stay unique in the file.
   """
   trajs, errors, seen = [], [], {}
-  with open(path, encoding='utf-8') as f:
-    for line_no, line in enumerate(f, 1):
-      if not line.strip():
+  with open(path, 'rb') as f:  # decoded per line: one bad byte, one error
+    for line_no, raw in enumerate(f, 1):
+      if not raw.strip():
         continue
       try:
-        traj = import_chatml_line(json.loads(line))
-      except (json.JSONDecodeError, trajectory.TrajectoryFormatError) as e:
+        traj = import_chatml_line(json.loads(raw.decode('utf-8')))
+      except (
+          UnicodeDecodeError,
+          json.JSONDecodeError,
+          trajectory.TrajectoryFormatError,
+      ) as e:
         reason = f'{type(e).__name__}: {e}'
         errors.append(trajectory.LineError(str(path), line_no, reason))
         continue

@@ -87,14 +87,18 @@ def load_trajectories(
   trajs, errors, lines = [], [], 0
   formats, unknown = collections.Counter(), collections.Counter()
   seen_ids = collections.Counter()
-  with open(path, encoding='utf-8') as f:
-    for line_no, line in enumerate(f, 1):
-      if not line.strip():
+  with open(path, 'rb') as f:  # decoded per line: one bad byte, one error
+    for line_no, raw in enumerate(f, 1):
+      if not raw.strip():
         continue
       lines += 1
       try:
-        traj, used = parse_line(json.loads(line), fmt)
-      except (json.JSONDecodeError, trajectory.TrajectoryFormatError) as e:
+        traj, used = parse_line(json.loads(raw.decode('utf-8')), fmt)
+      except (
+          UnicodeDecodeError,
+          json.JSONDecodeError,
+          trajectory.TrajectoryFormatError,
+      ) as e:
         reason = f'{type(e).__name__}: {e}'
         errors.append(trajectory.LineError(str(path), line_no, reason))
         continue

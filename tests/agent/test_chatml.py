@@ -245,3 +245,19 @@ def test_file_reports_every_bad_line(real, tmp_path):
   assert 'messages' in errors[1].reason
   # A repeated line keeps a unique id.
   assert trajs[2].id == trajs[0].id + '-1'
+
+
+def test_invalid_utf8_line_is_a_line_error_not_a_crash(real, tmp_path):
+  path, _ = real
+  lines = open(path, encoding='utf-8').read().splitlines()[:2]
+  bad = tmp_path / 'bytes.jsonl'
+  bad.write_bytes(
+      lines[0].encode('utf-8')
+      + b'\n\xff\xfe{"messages": []}\n'
+      + lines[1].encode('utf-8')
+      + b'\r\n'
+  )
+  trajs, errors = chatml.import_chatml_file(bad)
+  assert len(trajs) == 2
+  assert [e.line_no for e in errors] == [2]
+  assert errors[0].reason.startswith('UnicodeDecodeError')

@@ -59,3 +59,13 @@ def test_unknown_tools_accepted_without_a_tool_list(make_traj):
   assert inputs.mark_unknown_tools(t, ('browse',)) == (t, [])
   out, names = inputs.mark_unknown_tools(t, ('search',))
   assert names == ['browse'] and out.messages[2].invalid
+
+
+def test_invalid_utf8_line_is_counted_not_a_crash(make_traj, tmp_path):
+  good = json.dumps(make_traj('ok').to_json()).encode('utf-8')
+  path = tmp_path / 'bytes.jsonl'
+  path.write_bytes(good + b'\n\xff{"task_id": "t"}\n' + good + b'\n')
+  trajs, summary = inputs.load_trajectories(path)
+  assert summary.lines == 3 and len(trajs) == 2
+  assert [e.line_no for e in summary.line_errors] == [2]
+  assert 'UnicodeDecodeError' in summary.line_errors[0].reason
