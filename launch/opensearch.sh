@@ -12,6 +12,9 @@
 #   OPENSEARCH_HOME           data, logs, pid file (default build/opensearch)
 #   OPENSEARCH_JAVA_OPTS      JVM options (default "-Xms512m -Xmx1g")
 #   OPENSEARCH_START_TIMEOUT  seconds to wait for yellow/green (default 120)
+#   OPENSEARCH_STOP_WITH_PID  the node stops by itself when this process ends
+#                             (default under CI=true: the caller, i.e.
+#                             launch/run_tests.sh, which execs pytest)
 #   JAVA_HOME                 Java 17+ to build and run with
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,8 @@ port=${OPENSEARCH_PORT:-9200}
 home=${OPENSEARCH_HOME:-$repo/build/opensearch}
 java_opts=${OPENSEARCH_JAVA_OPTS:--Xms512m -Xmx1g}
 timeout=${OPENSEARCH_START_TIMEOUT:-120}
+stop_with=${OPENSEARCH_STOP_WITH_PID:-}
+if [ -z "$stop_with" ] && [ "${CI:-}" = true ]; then stop_with=$PPID; fi
 src=$repo/index/opensearch_node
 jar=$src/target/opensearch-node.jar
 pidfile=$home/node.pid
@@ -89,10 +94,10 @@ start() {
   fi
   build
   mkdir -p "$home"
-  say "starting node on $url (home $home, JVM $java_opts)"
+  say "starting node on $url (home $home, JVM $java_opts${stop_with:+, stops with pid $stop_with})"
   local t0=$SECONDS
-  # shellcheck disable=SC2086  # java_opts is a list of options.
-  nohup "$java" $java_opts -jar "$jar" "$home" "$port" >"$log" 2>&1 &
+  # shellcheck disable=SC2086  # java_opts is a list; stop_with may be empty.
+  nohup "$java" $java_opts -jar "$jar" "$home" "$port" $stop_with >"$log" 2>&1 &
   echo $! >"$pidfile"
   while ! healthy; do
     if ! running_pid >/dev/null; then

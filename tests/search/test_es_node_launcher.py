@@ -7,6 +7,7 @@ jar is the one `launch/run_tests.sh` already built).
 import os
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -53,6 +54,30 @@ def test_start_is_idempotent_and_stop_stops(repo_root, tmp_path):
   assert not (tmp_path / 'node' / 'node.pid').exists()
   assert _run(repo_root, 'status', **env).returncode == 1
   assert 'not running' in _run(repo_root, 'stop', **env).stdout
+
+
+def test_node_stops_with_the_process_it_was_tied_to(repo_root, tmp_path):
+  parent = subprocess.Popen(['sleep', '300'])
+  env = dict(
+      OPENSEARCH_PORT=str(_free_port()),
+      OPENSEARCH_HOME=str(tmp_path / 'node'),
+      OPENSEARCH_JAVA_OPTS='-Xms256m -Xmx512m',
+      OPENSEARCH_STOP_WITH_PID=str(parent.pid),
+  )
+  try:
+    started = _run(repo_root, 'start', **env)
+    assert started.returncode == 0, started.stderr + started.stdout
+    assert f'stops with pid {parent.pid}' in started.stdout
+  finally:
+    parent.kill()
+    parent.wait()
+  deadline = time.monotonic() + 60
+  while _run(repo_root, 'status', **env).returncode == 0:
+    assert time.monotonic() < deadline, 'the node outlived its parent'
+    time.sleep(1)
+  log = (tmp_path / 'node' / 'node.log').read_text()
+  assert f'process {parent.pid} ended; stopping the node' in log
+  _run(repo_root, 'stop', **env)
 
 
 def test_cluster_started_elsewhere_is_used_and_left_alone(

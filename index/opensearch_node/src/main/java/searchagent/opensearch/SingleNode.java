@@ -17,9 +17,11 @@ import org.opensearch.transport.Netty4Plugin;
 /**
  * A single-node OpenSearch cluster in one JVM, for tests and small corpora.
  *
- * <p>Usage: {@code java -jar opensearch-node.jar HOME_DIR HTTP_PORT}. The node
- * keeps its data and logs under HOME_DIR, answers HTTP on 127.0.0.1:HTTP_PORT
- * and runs until the process gets SIGTERM/SIGINT, when it closes cleanly.
+ * <p>Usage: {@code java -jar opensearch-node.jar HOME_DIR HTTP_PORT [PID]}.
+ * The node keeps its data and logs under HOME_DIR, answers HTTP on
+ * 127.0.0.1:HTTP_PORT and runs until the process gets SIGTERM/SIGINT, or,
+ * when PID is given, until process PID ends (a test run that started it);
+ * either way it closes cleanly.
  *
  * <p>Netty4 (HTTP and transport) and analysis-common (the language analyzers
  * and stemmers) are loaded as classpath plugins, so no plugin directory is
@@ -60,9 +62,29 @@ public final class SingleNode {
         .build();
   }
 
+  /** Exits the JVM (running the shutdown hooks) once process {@code pid} ends. */
+  static void stopWith(long pid) {
+    Thread watchdog =
+        new Thread(
+            () -> {
+              while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                try {
+                  Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                  return;
+                }
+              }
+              System.out.println("process " + pid + " ended; stopping the node");
+              System.exit(0);
+            },
+            "stop-with-" + pid);
+    watchdog.setDaemon(true);
+    watchdog.start();
+  }
+
   public static void main(String[] args) throws Exception {
-    if (args.length != 2) {
-      System.err.println("usage: SingleNode HOME_DIR HTTP_PORT");
+    if (args.length != 2 && args.length != 3) {
+      System.err.println("usage: SingleNode HOME_DIR HTTP_PORT [STOP_WITH_PID]");
       System.exit(2);
     }
     Path home = Paths.get(args[0]).toAbsolutePath();
@@ -88,6 +110,9 @@ public final class SingleNode {
                 },
                 "node-shutdown"));
     node.start();
+    if (args.length == 3) {
+      stopWith(Long.parseLong(args[2]));
+    }
     System.out.println("opensearch node started: http://127.0.0.1:" + httpPort);
     stopped.await();
   }
