@@ -106,8 +106,9 @@ class Toolbox:
       search: A SearchEngine (run in a thread pool) or an async search
         service (client.LocalSearch, client.HttpSearch).
       config: Tools and their settings.
-      guard: Leakage guard applied to visit/open/find (search results are
-        guarded by the engine); default: the default blocked patterns.
+      guard: Leakage guard applied to search results (again: a remote
+        service may guard less) and to visit/open/find; default: the
+        default blocked patterns.
       summarizer: Auxiliary LLM for visit; None → extractive readings.
       reranker_llm: LLM for reranking; required iff config.rerank.enabled.
       context: Research context for the reranker (e.g. the question).
@@ -184,7 +185,8 @@ class Toolbox:
     results = await self.service.search(list(query), depth)
     blocks, data, urls, errors = [], [], [], []
     for res in results:
-      hits, rerank = list(res.hits), None
+      hits, blocked = self.guard.filter(list(res.hits))
+      rerank = None
       if self.reranker and not res.error:
         hits, rerank = await self.reranker.rerank(self.context, res.query, hits)
       rows = [
@@ -196,7 +198,12 @@ class Toolbox:
           }
           for h in hits[:k]
       ]
-      item = {'query': res.query, 'results': rows, 'error': res.error}
+      item = {
+          'query': res.query,
+          'results': rows,
+          'error': res.error,
+          'blocked': len(blocked),
+      }
       if rerank is not None:
         item['rerank'] = {
             **dataclasses.asdict(rerank),

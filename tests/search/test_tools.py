@@ -136,7 +136,10 @@ def test_guard_blocks_visit_and_open_of_a_blocked_url(engine):
   box = tools.Toolbox(
       engine, config=tools.ToolboxConfig(tools=ALL), guard=guard
   )
-  _run(box, 'search', query=['Lothair II'])
+  found = _run(box, 'search', query=['Lothair II'])
+  assert found.data['queries'][0]['results'] == []  # all on en.wikipedia.org
+  assert found.data['queries'][0]['blocked'] == 10
+  box.ref_for('Lothair_II', 'Lothair II', 'https://en.wikipedia.org/wiki/L')
   visited = _run(box, 'visit', ref_id=['r1'], goal='wife')
   assert 'blocked' in visited.error and visited.urls == ()
   assert 'blocked' in _run(box, 'open', ref_id='r1').error
