@@ -7,7 +7,10 @@ the optimizer, journal the groups (commit) and only then save the
 checkpoint. After a crash, restart from checkpoint s and call
 `queue.recover(checkpoint_step=s)`: groups of uncheckpointed updates are
 offered again, so every group lands in exactly one applied update.
-Workers drop groups without signal (dynamic sampling) before delivery.
+Dynamic sampling: a taken group whose advantages are all zero is excluded
+from the update (not packed, not counted towards `groups_per_update`, its
+tokens not in the denominator) and journaled as dropped, so it is never
+offered again. Workers may drop such groups before delivery too.
 """
 
 import dataclasses
@@ -80,10 +83,14 @@ def learner_update(
   """Assembles, applies, commits and checkpoints one update."""
   acc = learner.GradientSums(logprob_fn, cfg.loss)
   used: list[str] = []
+  dropped: list[str] = []
   while len(used) < cfg.groups_per_update:
     missing = cfg.groups_per_update - len(used)
     _wait_for(queue, min(cfg.start_after_ready, missing), cfg)
-    groups = queue.take(missing)
+    groups, no_signal = adv_lib.keep_groups(queue.take(missing), cfg.advantages)
+    dropped.extend(g.group_id for g in no_signal)
+    if not groups:
+      continue
     mbs = learner.pack_update(
         groups,
         seq_len=cfg.seq_len,
@@ -95,9 +102,11 @@ def learner_update(
   grads, metrics = acc.result()
   updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
   params = optax.apply_updates(state.params, updates)
-  queue.commit(state.version, used)  # before the checkpoint: see module doc
+  # Commit before the checkpoint: see the module doc.
+  queue.commit(state.version, used, dropped=dropped)
   new_state = LearnerState(params, opt_state, state.version + 1)
   save_checkpoint(new_state)
   metrics = jax.tree.map(jax.device_get, metrics)
   metrics['groups'] = used
+  metrics['dropped_groups'] = dropped
   return new_state, metrics

@@ -8,7 +8,9 @@ Contract (everything lives in files under one root directory):
     fsyncs, then hard-links to groups/ (atomic; a second delivery of the
     same group fails the link and is dropped), then drops its lease.
   * consumed.jsonl     one fsynced line per optimizer update:
-    {"update": u, "groups": [...]}. A torn last line is ignored on open.
+    {"update": u, "groups": [...], "dropped": [...]}; "dropped" holds the
+    groups the learner took but excluded by dynamic sampling (settled, never
+    offered again). A torn last line is ignored on open.
 No group is lost: a crashed worker leaves at most a tmp file and a lease;
 `release_worker` (or `expire_leases`) puts its claimed work back. No group is
 used twice: delivery is link-once and consumption is journaled. The learner
@@ -21,6 +23,7 @@ import json
 import os
 import pathlib
 import time
+from typing import Sequence
 import uuid
 
 from search_agent.train.rl import records
@@ -130,7 +133,9 @@ class ReplayQueue:
     os.replace(tmp, self.journal)
     _fsync_dir(self.root)
     self._taken.clear()
-    return sorted(g for e in rolled for g in e['groups'])
+    return sorted(
+        g for e in rolled for g in (*e['groups'], *e.get('dropped', ()))
+    )
 
   def clean_tmp(self, max_age_s: float, now: float | None = None) -> int:
     """Deletes tmp files older than `max_age_s` (left by crashed writers)."""
@@ -170,8 +175,12 @@ class ReplayQueue:
         out[g] = e['update']
     return out
 
+  def dropped(self) -> set[str]:
+    """Groups journaled as excluded by dynamic sampling."""
+    return {g for e in self._entries() for g in e.get('dropped', ())}
+
   def _available(self) -> list[pathlib.Path]:
-    used = self.consumed().keys() | self._taken
+    used = self.consumed().keys() | self.dropped() | self._taken
     return sorted(
         (
             p
@@ -204,15 +213,23 @@ class ReplayQueue:
         f.truncate(data.rfind(b'\n') + 1)
         os.fsync(f.fileno())
 
-  def commit(self, update: int, group_ids: list[str]) -> None:
-    """Journals that `update` used `group_ids` (call before checkpointing)."""
-    used = self.consumed()
-    twice = [g for g in group_ids if g in used]
+  def commit(
+      self, update: int, group_ids: Sequence[str], dropped: Sequence[str] = ()
+  ) -> None:
+    """Journals that `update` used `group_ids` (call before checkpointing).
+
+    `dropped` are groups taken for it but excluded by dynamic sampling.
+    """
+    used = self.consumed().keys() | self.dropped()
+    twice = [g for g in (*group_ids, *dropped) if g in used]
     if twice:
       raise ReplayQueueError(f'groups {twice} were already used')
+    entry = {'update': update, 'groups': list(group_ids)}
+    if dropped:
+      entry['dropped'] = list(dropped)
     self._cut_torn_tail()
     with open(self.journal, 'a', encoding='utf-8') as f:
-      f.write(json.dumps({'update': update, 'groups': group_ids}) + '\n')
+      f.write(json.dumps(entry) + '\n')
       f.flush()
       os.fsync(f.fileno())
-    self._taken.difference_update(group_ids)
+    self._taken.difference_update((*group_ids, *dropped))

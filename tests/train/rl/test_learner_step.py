@@ -108,3 +108,40 @@ def test_waiting_for_groups_times_out(tmp_path):
         optimizer=opt,
         save_checkpoint=lambda s: None,
     )
+
+
+def test_groups_without_signal_are_dropped_not_counted(tmp_path):
+  q = replay_queue.ReplayQueue(tmp_path)
+  flat = replay_worker.make_group(
+      {'group_id': 'flat@0', 'task_id': 'flat', 'batch': 0}
+  )
+  flat = dataclasses.replace(
+      flat,
+      trajectories=tuple(
+          dataclasses.replace(t, reward=0.7) for t in flat.trajectories
+      ),
+  )
+  q.deliver(flat, 'w')  # all four rewards equal: every advantage is zero
+  _fill(q, 3)  # delivered after it: the first take holds the flat group
+  opt = optax.sgd(0.5)
+  w = jnp.zeros((V, V))
+  cfg = dataclasses.replace(CFG, start_after_ready=1)
+  state = learner_step.LearnerState(w, opt.init(w), 0)
+  _, m = learner_step.learner_update(
+      state,
+      q,
+      cfg=cfg,
+      logprob_fn=_logprobs,
+      optimizer=opt,
+      save_checkpoint=lambda s: None,
+  )
+  # 3 groups with signal fill the update; the flat group's 16 eligible
+  # tokens are not in the denominator (4 trajectories x 4 tokens each).
+  assert sorted(m['groups']) == ['q0@0', 'q1@0', 'q2@0']
+  assert m['dropped_groups'] == ['flat@0']
+  assert m['eligible_tokens'] == 3 * 4 * 4
+  restarted = replay_queue.ReplayQueue(tmp_path)
+  assert restarted.dropped() == {'flat@0'} and restarted.ready_count() == 0
+  assert restarted.recover(checkpoint_step=0) == sorted(
+      ['flat@0', 'q0@0', 'q1@0', 'q2@0']
+  )
