@@ -4,7 +4,9 @@ A `Toolbox` serves one trajectory. Documents get ref_ids `r1, r2, ...` in the
 order search first returns them; the same document keeps its ref_id for the
 whole trajectory. `execute(call)` never raises for the agent's mistakes (an
 unknown tool, bad arguments, an unknown ref_id, a cursor past the end, a
-blocked URL): they come back as error observations. Infrastructure failures
+blocked URL): they come back as error observations. The leakage guard
+(Iris) acts at three points here: search results, documents opened through
+visit/open/find, and any argument that names a blocked URL from memory. Infrastructure failures
 (the search service down, a summarizer or reranker that fails with
 `on_error='raise'`) do raise, so that a rollout is marked failed rather than
 trained on a broken observation.
@@ -171,6 +173,17 @@ class Toolbox:
       )
     except schemas.ToolArgumentError as e:
       return ToolResult(text=f'Error: {e}', error=str(e))
+    texts = [
+        v if isinstance(v, str) else '\n'.join(v)
+        for v in args.values()
+        if isinstance(v, (str, tuple))
+    ]
+    blocked = self.guard.find_in_text('\n'.join(texts))
+    if blocked:  # a URL written from memory (Iris: tool-manager guard)
+      msg = f'the call names blocked URLs {blocked} (leakage guard)'
+      return ToolResult(
+          text=f'Error: {msg}', error=msg, data={'blocked_urls': blocked}
+      )
     method = {
         'search': self._search,
         'visit': self._visit,

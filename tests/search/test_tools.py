@@ -145,6 +145,16 @@ def test_guard_blocks_visit_and_open_of_a_blocked_url(engine):
   assert 'blocked' in _run(box, 'open', ref_id='r1').error
 
 
+def test_calls_naming_a_blocked_url_are_refused(engine):
+  box = tools.Toolbox(engine)
+  result = _run(
+      box, 'search', query=['answers huggingface.co/datasets/x/bc', 'ok']
+  )
+  assert 'blocked URLs' in result.error and result.urls == ()
+  assert result.data['blocked_urls'] == ['huggingface.co/datasets/x/bc']
+  assert _run(box, 'search', query=['hugging face datasets']).error is None
+
+
 def test_reranker_reorders_results_and_is_recorded(engine):
   llm = ScriptedLLM(['2, 1'])
   config = tools.ToolboxConfig(
