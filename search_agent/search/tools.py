@@ -4,12 +4,12 @@ A `Toolbox` serves one trajectory. Documents get ref_ids `r1, r2, ...` in the
 order search first returns them; the same document keeps its ref_id for the
 whole trajectory. `execute(call)` never raises for the agent's mistakes (an
 unknown tool, bad arguments, an unknown ref_id, a cursor past the end, a
-blocked URL): they come back as error observations. The leakage guard
-(Iris) acts at three points here: search results, documents opened through
-visit/open/find, and any argument that names a blocked URL from memory. Infrastructure failures
-(the search service down, a summarizer or reranker that fails with
+blocked URL): they come back as error observations. Infrastructure
+failures (the search service down, a summarizer or reranker that fails with
 `on_error='raise'`) do raise, so that a rollout is marked failed rather than
-trained on a broken observation.
+trained on a broken observation. The leakage guard (Iris) acts at three
+points here: search results, documents read through visit/open/find, and
+any argument that names a blocked URL from memory.
 
 `ToolResult.error` is set when the call produced nothing usable (every query
 or every ref_id failed); partial failures are reported in the text and in
