@@ -91,11 +91,11 @@ class RerankResult:
 def parse_order(reply: str, n: int) -> tuple[tuple[int, ...], int]:
   """Reads a ranking of n candidates (numbered from 1) from a model reply.
 
-  Reasoning in `<think>` blocks is ignored. The last bracketed list of
-  two or more numbers (`[3, 1, 2]`) wins; else the first line that starts with numbers (an optional
-  short `Label:` prefix allowed); else every number in the reply. Numbers
-  out of range and repeats are dropped; candidates never named follow in
-  their original order.
+  Reasoning in `<think>` blocks is ignored. The last bracketed list of two
+  or more numbers (`[3, 1, 2]`) wins; else the first line that starts with
+  numbers (an optional short `Label:` prefix allowed); else every number in
+  the reply. Numbers out of range and repeats are dropped; candidates never
+  named follow in their original order.
 
   Args:
     reply: The model's text.
