@@ -142,7 +142,7 @@ def test_batches_are_answered_concurrently(engine):
   elapsed = time.perf_counter() - start
   assert all(r.status_code == 200 for r in responses)
   assert probe.peak >= 4
-  assert elapsed < 8 * 0.2 / 2
+  assert elapsed < 8 * 0.2 * 0.75  # one by one would take >= 1.6 s
   assert json.dumps(responses[0].json())
 
 
