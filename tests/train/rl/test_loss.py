@@ -111,3 +111,15 @@ def test_clipped_variant_hand_worked():
   assert float(s.objective - kl.objective) == pytest.approx(
       4 * 0.001 * k3, rel=1e-2
   )
+
+
+def test_icepop_bounds_are_inclusive():
+  """w = 0.2 and w = 5 keep their value; just outside is zeroed."""
+  with jax.enable_x64(True):
+    ws = np.array([0.2, 5.0, 0.2 * (1 - 1e-12), 5.0 * (1 + 1e-12), 1.0])
+    lp = jnp.asarray(np.log(ws))
+    assert float(jnp.exp(lp[0])) == 0.2 and float(jnp.exp(lp[1])) == 5.0
+    cfg = loss_lib.PolicyLossConfig()
+    w, kept = loss_lib.icepop_weights(lp, jnp.zeros(5), cfg)
+    np.testing.assert_array_equal(kept, [True, True, False, False, True])
+    np.testing.assert_allclose(w, [0.2, 5.0, 0.0, 0.0, 1.0], rtol=1e-12)
