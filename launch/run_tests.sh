@@ -11,4 +11,4 @@ if [ -f launch/opensearch.sh ]; then
 fi
 .venv/bin/python -m pyink --check --quiet search_agent index eval launch tpu_configs tests
 .venv/bin/python -m isort --check-only --quiet search_agent index eval launch tpu_configs tests
-exec .venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q "$@"
