@@ -10,7 +10,8 @@ forms below follow its text, and every choice it leaves open is a field of
            r0                      if C = 0 or C = K_S,
            r0 + (1 - r0) * SDR     otherwise (0 < C < K_S);
   R_S    = z_i if the rollout searched at least once, else 0;
-  rho    = clip((n_open / n_search - alpha) / (beta - alpha), 0, 1),
+  rho    = clip((n_open / n_search - alpha) / (beta - alpha), 0, 1)
+           with n_open, n_search the open and search CALLS,
            (1 if n_search = 0 and n_open > 0; 0 if neither);
   R      = R_base - lambda * rho.
 """
@@ -79,7 +80,17 @@ def search_depth(traj: traj_lib.Trajectory, cfg: SearchMasterRewards) -> int:
 
 
 def open_count(traj: traj_lib.Trajectory, cfg: SearchMasterRewards) -> int:
+  """n_open: the number of open calls."""
   return sum(c.name in cfg.open_tools for c in traj.tool_calls)
+
+
+def search_count(traj: traj_lib.Trajectory, cfg: SearchMasterRewards) -> int:
+  """n_search: the number of search CALLS (the OOP ratio's denominator).
+
+  The seed counts "open and search calls" for OOP; the depth h counts unique
+  queries instead (one call may hold several queries).
+  """
+  return sum(c.name in cfg.search_tools for c in traj.tool_calls)
 
 
 def depth_reward(

@@ -32,7 +32,18 @@ def test_search_depth_counts_unique_queries():
       ]
   )
   assert sm.search_depth(t, CFG) == 3
+  assert sm.search_count(t, CFG) == 3  # calls, not queries
   assert sm.open_count(t, CFG) == 2
+  # OOP counts calls (seed: "count open and search calls"): one call with 5
+  # queries and 3 opens is ratio 3 (full penalty), not 3/5 (none).
+  one_call = _traj(
+      [('search', {'query': list('abcde')})] + [('open', {'ref_id': ['1']})] * 3
+  )
+  assert sm.search_depth(one_call, CFG) == 5
+  assert sm.search_count(one_call, CFG) == 1
+  n_open = sm.open_count(one_call, CFG)
+  n_search = sm.search_count(one_call, CFG)
+  assert sm.over_opening(n_open, n_search, CFG) == 1.0  # ratio 3 >= beta
 
 
 def test_proposer_reward_hand_worked():
@@ -82,6 +93,8 @@ def test_on_real_trajectories(shared_data):
   depths = [sm.search_depth(t, CFG) for t in trajs]
   queries = [len(sm.search_queries(t, CFG)) for t in trajs]
   assert all(1 <= d <= q for d, q in zip(depths, queries))
+  calls = [sm.search_count(t, CFG) for t in trajs]
+  assert all(1 <= c <= q for c, q in zip(calls, queries))
   opens = [sm.open_count(t, CFG) for t in trajs]
   assert max(opens) == 1  # WebDancer's samples rarely visit: no penalty
-  assert all(sm.over_opening(o, d, CFG) == 0 for o, d in zip(opens, depths))
+  assert all(sm.over_opening(o, c, CFG) == 0 for o, c in zip(opens, calls))
