@@ -10,7 +10,8 @@
   ECE = Σ_b (n_b/n)·|acc_b − conf_b|
   over graded questions that stated a confidence.
 * Tool use: calls per question (mean, median, max), calls per tool, invalid
-  turns, statuses and budgets hit.
+  turns, statuses and budgets hit. Context: peak prompt tokens per question
+  (as counted for the context limit) and the number of context resets.
 """
 
 import collections
@@ -79,6 +80,18 @@ def tool_stats(records: Sequence[Record]) -> dict[str, Any]:
   }
 
 
+def context_stats(records: Sequence[Record]) -> dict[str, Any]:
+  """Peak prompt size per question and context resets (discard-all, summary)."""
+  peaks = [
+      r['peak_prompt_tokens'] for r in records if r.get('peak_prompt_tokens')
+  ]
+  return {
+      'peak_prompt_tokens_mean': statistics.fmean(peaks) if peaks else None,
+      'peak_prompt_tokens_max': max(peaks, default=None),
+      'resets': sum(r.get('context_resets', 0) for r in records),
+  }
+
+
 def summarize(records: Sequence[Record], z: float = 1.96) -> dict[str, Any]:
   """The report's numbers for one run."""
   graded = [r for r in records if r.get('correct') is not None]
@@ -103,5 +116,6 @@ def summarize(records: Sequence[Record], z: float = 1.96) -> dict[str, Any]:
       'statuses': dict(sorted(statuses.items())),
       'budgets_hit': dict(sorted(budgets.items())),
       'tools': tool_stats(records),
+      'context': context_stats(records),
       'calibration': calibration(records),
   }

@@ -13,6 +13,10 @@ def _pct(x: float | None) -> str:
   return '—' if x is None else f'{100 * x:.1f}%'
 
 
+def _num(x: float | None) -> str:
+  return '—' if x is None else f'{x:.0f}'
+
+
 def _grading(judge: Mapping[str, Any]) -> str:
   if judge['method'] != 'judge':
     return 'exact match (rewards/answer_match.py)'
@@ -49,6 +53,10 @@ def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
       f'| calibration error (ECE, {cal["n"]} answers) | '
       f'{_pct(cal["ece"])} |',
       f'| context policy | {ctx["policy"]} |',
+      f'| peak prompt tokens (mean / max), resets | '
+      f'{_num(summary["context"]["peak_prompt_tokens_mean"])} / '
+      f'{summary["context"]["peak_prompt_tokens_max"]}, '
+      f'{summary["context"]["resets"]} |',
       f'| limits | steps {manifest["limits"]["max_steps"]}, output '
       f'{manifest["limits"]["max_output_tokens"]}, context '
       f'{manifest["limits"]["context_limit"]} |',

@@ -144,6 +144,9 @@ def record(
       'seconds': traj.timings.get('total'),
       'context_policy': traj.meta.get('context', {}).get('policy'),
       'context_resets': len(traj.meta.get('context', {}).get('events', ())),
+      'peak_prompt_tokens': traj.meta.get('usage', {}).get(
+          'peak_prompt_tokens'
+      ),
       'mas_fallback': traj.meta.get('mas', {}).get('fallback'),
   }
   if secret(task):

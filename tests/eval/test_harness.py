@@ -224,3 +224,7 @@ def test_context_management_on_vs_off(tmp_path, tiny_index, repo_root):
   assert out['paired']['only_b'] == 1 and out['paired']['only_a'] == 0
   md = (tmp_path / 'cmp' / 'compare.md').read_text()
   assert '| pass@1 | 0.0% | 25.0% | +25.0 pp |' in md
+  # Discard-all keeps the peak context lower than running into the limit.
+  assert on['context']['resets'] >= 4
+  assert on['context']['peak_prompt_tokens_max'] < 6_000 * 0.8 + 2_000
+  assert off['context']['peak_prompt_tokens_max'] <= 6_000 - 256

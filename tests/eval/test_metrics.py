@@ -62,3 +62,19 @@ def test_summary_counts_judge_errors_apart():
   assert t['calls_by_tool'] == {'search': 14, 'visit': 1}
   assert t['invalid_turns'] == 2 and t['steps_mean'] == 6.0
   assert math.isclose(s['ci']['low'], metrics.wilson_interval(1, 2)[0])
+  assert s['context'] == {
+      'peak_prompt_tokens_mean': None,
+      'peak_prompt_tokens_max': None,
+      'resets': 0,
+  }
+  s = metrics.summarize(
+      [
+          {'correct': True, 'peak_prompt_tokens': 100, 'context_resets': 2},
+          {'correct': True, 'peak_prompt_tokens': 300, 'context_resets': 1},
+      ]
+  )
+  assert s['context'] == {
+      'peak_prompt_tokens_mean': 200.0,
+      'peak_prompt_tokens_max': 300,
+      'resets': 3,
+  }
