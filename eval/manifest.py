@@ -24,24 +24,39 @@ def file_sha256(path: str | pathlib.Path) -> str:
   return h.hexdigest()
 
 
-def code_version(start: pathlib.Path | None = None) -> str:
-  """The git commit of the checkout (read from .git, no subprocess)."""
-  here = (start or pathlib.Path(__file__)).resolve()
-  for d in [here, *here.parents]:
+def _git_dir(start: pathlib.Path) -> pathlib.Path | None:
+  """The git directory of a checkout (a `.git` dir, or a worktree's file)."""
+  for d in [start, *start.parents]:
     git = d / '.git'
     if git.is_dir():
-      head = (git / 'HEAD').read_text().strip()
-      if not head.startswith('ref: '):
-        return head
-      ref = git / head[5:]
-      if ref.is_file():
-        return ref.read_text().strip()
-      packed = git / 'packed-refs'
-      if packed.is_file():
-        for line in packed.read_text().splitlines():
-          if line.endswith(' ' + head[5:]):
-            return line.split()[0]
-      return 'unknown'
+      return git
+    if git.is_file():  # worktree or submodule: 'gitdir: <path>'
+      text = git.read_text().strip()
+      if text.startswith('gitdir: '):
+        return (d / text[len('gitdir: ') :]).resolve()
+  return None
+
+
+def code_version(start: pathlib.Path | None = None) -> str:
+  """The git commit of the checkout (read from .git, no subprocess)."""
+  git = _git_dir((start or pathlib.Path(__file__)).resolve())
+  if git is None:
+    return 'unknown'
+  head = (git / 'HEAD').read_text().strip()
+  if not head.startswith('ref: '):
+    return head
+  ref = head[len('ref: ') :]
+  common = git
+  if (git / 'commondir').is_file():
+    common = (git / (git / 'commondir').read_text().strip()).resolve()
+  for root in (git, common):
+    if (root / ref).is_file():
+      return (root / ref).read_text().strip()
+    packed = root / 'packed-refs'
+    if packed.is_file():
+      for line in packed.read_text().splitlines():
+        if line.endswith(' ' + ref):
+          return line.split()[0]
   return 'unknown'
 
 
