@@ -111,6 +111,7 @@ def summarize(records: Sequence[Record], z: float = 1.96) -> dict[str, Any]:
       'pass_at_1_strict': k / len(records) if records else None,
       'ci': {'method': 'wilson', 'z': z, 'low': lo, 'high': hi},
       'judge_errors': len(records) - n,
+      'leakage_flagged': sum(bool(r.get('leaked_urls')) for r in records),
       'judge_attempts': sum(r.get('judge_attempts', 0) for r in records),
       'grade_methods': dict(sorted(methods.items())),
       'statuses': dict(sorted(statuses.items())),

@@ -48,6 +48,8 @@ def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
       f'{tools["calls_max"]} |',
       f'| calls by tool | {tools["calls_by_tool"]} |',
       f'| invalid turns | {tools["invalid_turns"]} |',
+      f'| questions with blocked URLs in tool traffic |'
+      f' {summary["leakage_flagged"]} |',
       f'| statuses | {summary["statuses"]} |',
       f'| budgets hit | {summary["budgets_hit"]} |',
       f'| calibration error (ECE, {cal["n"]} answers) | '

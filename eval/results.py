@@ -10,7 +10,10 @@ Files in the workdir:
   * `results.jsonl`: one record per graded trajectory; a later line for the
     same trajectory (a judge error re-graded) supersedes an earlier one.
     Records of encrypted benchmarks hold no question, reference, prediction
-    or judge text (`redacted: true`), only numbers and labels.
+    or judge text (`redacted: true`), only numbers and labels. Every record
+    carries `leaked_urls`: the leakage guard's post-hoc check of its tool
+    traffic (iris.md: blocked benchmark pages, even URLs the model wrote
+    from memory).
 """
 
 import collections
@@ -22,7 +25,9 @@ from eval import decryption
 from eval import grading
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
+from search_agent.search import guard
 
+_GUARD = guard.LeakageGuard()
 TRAJECTORIES = 'trajectories.jsonl'
 RESULTS = 'results.jsonl'
 
@@ -149,6 +154,10 @@ def record(
       ),
       'mas_fallback': traj.meta.get('mas', {}).get('fallback'),
   }
+  turns = list(traj.messages)
+  for searcher in searchers:
+    turns += trajectory.Trajectory.from_json(searcher).messages
+  out['leaked_urls'] = _GUARD.check_messages(turns)
   if secret(task):
     out['redacted'] = True
   else:

@@ -78,3 +78,16 @@ def test_summary_counts_judge_errors_apart():
       'peak_prompt_tokens_max': 300,
       'resets': 3,
   }
+
+
+def test_leakage_flags_are_counted():
+  s = metrics.summarize(
+      [
+          {
+              'correct': True,
+              'leaked_urls': ['https://huggingface.co/datasets/x'],
+          },
+          {'correct': False, 'leaked_urls': []},
+      ]
+  )
+  assert s['leakage_flagged'] == 1

@@ -61,6 +61,7 @@ def test_eval_run_pulse_and_resume(tmp_path, repo_root, tiny_index):
   recs = _lines(work / results.RESULTS)
   assert sorted(r['correct'] for r in recs) == [False, False, False, True]
   assert {r['grade_method'] for r in recs} == {'exact_match'}
+  assert all(r['leaked_urls'] == [] for r in recs)
   manifest = json.loads((work / 'manifest.json').read_text())
   assert manifest['tools']['names'] == ['search', 'visit']
   assert manifest['tools']['schemas'][0]['function']['name'] == 'search'

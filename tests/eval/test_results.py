@@ -1,0 +1,56 @@
+"""Result records: redaction, leakage check, the judged reply, encryption."""
+
+from eval import grading
+from eval import results
+from search_agent.agent import task as task_lib
+from search_agent.agent import trajectory
+
+HF = 'https://huggingface.co/datasets/openai/browsecomp'
+
+
+def _traj(answer='Paris'):
+  call = trajectory.ToolCall(name='open', arguments={'ref_id': HF})
+  return trajectory.Trajectory(
+      id='t#0',
+      task_id='t',
+      question='Q?',
+      messages=(
+          trajectory.Turn(role='system', content='s'),
+          trajectory.Turn(role='user', content='Q?'),
+          trajectory.Turn(role='assistant', content='', tool_calls=(call,)),
+          trajectory.Turn(role='tool', name='open', content='Error: blocked'),
+          trajectory.Turn(
+              role='assistant',
+              content=f'Confidence: 9%\n<answer>{answer}</answer>',
+          ),
+      ),
+      final_answer=answer,
+  )
+
+
+def test_record_flags_leaks_and_keeps_text_for_plain_tasks():
+  task = task_lib.Task(id='t', question='Q?', answer='Paris')
+  grade = grading.Grade(correct=True, method='exact_match')
+  rec = results.record(task, _traj(), grade, 'd')
+  assert rec['leaked_urls'] == [HF]
+  assert rec['question'] == 'Q?' and rec['prediction'] == 'Paris'
+  assert rec['n_tool_calls'] == 1 and rec['tool_calls_by_name'] == {'open': 1}
+  assert results.final_reply(_traj()).endswith('<answer>Paris</answer>')
+  assert results.final_reply(_traj(answer=None)) == ''
+
+
+def test_encrypted_tasks_are_redacted_and_round_trip(tmp_path):
+  task = task_lib.Task(
+      id='t', question='Q?', answer='Paris', meta={'canary': 'c4n4ry'}
+  )
+  rec = results.record(
+      task, _traj(), grading.Grade(correct=True, method='judge'), 'd'
+  )
+  assert rec['redacted'] and 'question' not in rec and 'prediction' not in rec
+  path = tmp_path / 'traj.jsonl'
+  results.write_trajectory(path, _traj(), task)
+  text = path.read_text()
+  assert 'Paris' not in text and 'Q?' not in text
+  assert results.finished_ids(path) == {'t#0'}
+  [back] = results.read_trajectories(path, {'t': task})
+  assert back == _traj()
