@@ -144,6 +144,12 @@ def _message(m: Any, i: int) -> tuple[str, str]:
     raise ChatmlFormatError(f'messages[{i}] has no role')
   if not isinstance(content, str):
     raise ChatmlFormatError(f'messages[{i}].content is not a string')
+  if m.get('tool_calls'):  # would be lost: only <tool_call> text is read
+    raise ChatmlFormatError(
+        f'messages[{i}] has structured "tool_calls"; chatml lines hold them'
+        ' as <tool_call> blocks in content (write this line in the'
+        ' trajectory format, with task_id and question, instead)'
+    )
   if role in _TOOL_ROLES:
     role = 'tool'
   if role not in trajectory.ROLES:

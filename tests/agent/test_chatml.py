@@ -211,6 +211,21 @@ def test_tools_from_prompt_when_no_functions():
             },
             "messages[1].role 'critic' is unknown",
         ),
+        (
+            {
+                'messages': [
+                    {'role': 'user', 'content': 'q'},
+                    {
+                        'role': 'assistant',
+                        'content': '',
+                        'tool_calls': [
+                            {'name': 'search', 'arguments': {'query': ['x']}}
+                        ],
+                    },
+                ]
+            },
+            'messages[1] has structured "tool_calls"',
+        ),
     ],
 )
 def test_malformed_records_raise_with_reason(obj, reason):
