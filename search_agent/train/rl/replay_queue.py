@@ -71,6 +71,10 @@ class ReplayQueue:
     for path in sorted((self.root / 'work').glob('*.json')):
       lease = self.root / 'leased' / f'{path.stem}@{worker}.json'
       try:
+        # rename keeps the mtime, and `expire_leases` reads a lease's age
+        # from it: stamp the claim time first, or a group that waited long
+        # in work/ would be expired the moment it is claimed.
+        os.utime(path)
         os.rename(path, lease)
       except FileNotFoundError:
         continue  # another worker won it

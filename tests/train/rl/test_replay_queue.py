@@ -99,3 +99,13 @@ def test_duplicate_delivery_and_double_commit_rejected(tmp_path):
   with pytest.raises(replay_queue.ReplayQueueError, match='already used'):
     q.commit(1, ['g@0'])
   assert q.take(5) == []
+
+
+def test_lease_age_counts_from_the_claim_not_the_enqueue(tmp_path):
+  q = replay_queue.ReplayQueue(tmp_path)
+  q.enqueue('g@0', {'task_id': 'g', 'batch': 0})
+  two_hours_ago = time.time() - 7200
+  os.utime(tmp_path / 'work' / 'g@0.json', (two_hours_ago, two_hours_ago))
+  assert q.claim('w1') is not None  # waited 2 h in work/, claimed now
+  assert q.expire_leases(max_age_s=600) == []  # a live lease stays
+  assert q.expire_leases(max_age_s=600, now=time.time() + 601) == ['g@0']
