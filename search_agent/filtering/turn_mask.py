@@ -143,8 +143,13 @@ async def judge_turns(
         reference=ref.answer,
         window=render_window(traj, i, config),
     )
-    (reply,) = await llm.chat([{'role': 'user', 'content': text}], params)
-    label = judging.parse_json_reply(reply.text, llm.name).get('label')
+    replies = await llm.chat([{'role': 'user', 'content': text}], params)
+    if len(replies) != 1:  # a judge failure, not a crash of the whole run
+      raise protocol.LLMError(
+          f'turn judge {llm.name!r} returned {len(replies)} completions for'
+          f' turn {i} of {traj.id}, want 1'
+      )
+    label = judging.parse_json_reply(replies[0].text, llm.name).get('label')
     if label not in LABELS:
       raise judging.JudgeReplyError(
           f'turn judge {llm.name!r} must reply "label": "keep"|"mask", got'

@@ -109,6 +109,16 @@ def test_judge_failures_are_errors(make_traj):
   labels = asyncio.run(TM.label_all([t], down, None, CFG))
   assert 'LLMError: 503' in labels['t1']
 
+  class NoCompletions:
+    name = 'empty'
+
+    async def chat(self, messages, params):
+      del messages, params
+      return []
+
+  labels = asyncio.run(TM.label_all([t], NoCompletions(), None, CFG))
+  assert 'returned 0 completions' in labels['t1']  # an error, not a crash
+
 
 def test_custom_rubric_file(make_traj, tmp_path):
   rubric = tmp_path / 'rubric.md'
