@@ -10,6 +10,8 @@ Three modes:
                  chosen threshold: calibration.json, calibration.md;
   induce_rubric  critiques of sampled trajectories and a consolidated rubric:
                  rubric.md, critiques.jsonl.
+The last two also write line_errors.jsonl: the input lines they could not
+read (the filter report lists them itself).
 """
 
 import dataclasses
@@ -88,6 +90,14 @@ def _write_jsonl(path: pathlib.Path, rows: Sequence[dict[str, Any]]) -> None:
       f.write(json.dumps(row, ensure_ascii=False) + '\n')
 
 
+def _write_line_errors(
+    out: pathlib.Path, summary: inputs.InputSummary
+) -> list[dict[str, Any]]:
+  rows = [dataclasses.asdict(e) for e in summary.line_errors]
+  _write_jsonl(out / 'line_errors.jsonl', rows)
+  return rows
+
+
 async def run_filter(
     job: FilterJob,
     workdir: str | os.PathLike[str],
@@ -130,7 +140,7 @@ def run_calibration(
   """Writes calibration.json/.md for the degeneration window settings."""
   out = pathlib.Path(workdir)
   out.mkdir(parents=True, exist_ok=True)
-  trajs, _ = inputs.load_trajectories(job.input_path, job.input_format)
+  trajs, summary = inputs.load_trajectories(job.input_path, job.input_format)
   result = calibrate.calibrate(
       trajs,
       job.pipeline.degeneration,
@@ -138,6 +148,7 @@ def run_calibration(
       job.loop_lengths,
       job.seed,
   )
+  result['unreadable_lines'] = len(_write_line_errors(out, summary))
   (out / 'calibration.json').write_text(
       json.dumps(result, indent=1), encoding='utf-8'
   )
@@ -154,7 +165,9 @@ def calibration_markdown(result: dict[str, Any]) -> str:
       '# Compression-ratio calibration',
       '',
       f"window {cfg['window_bytes']} B, stride {cfg['stride_bytes']} B, zlib"
-      f" level {cfg['zlib_level']}; {result['n_trajectories']} trajectories",
+      f" level {cfg['zlib_level']}; {result['n_trajectories']} trajectories"
+      f" ({result.get('unreadable_lines', 0)} unreadable input lines in"
+      ' line_errors.jsonl)',
       '',
       '| text | min | p10 | p50 | p90 | p99 | max | flagged at threshold |',
       '|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -188,7 +201,8 @@ async def run_rubric_induction(
   """Writes rubric.md and critiques.jsonl."""
   out = pathlib.Path(workdir)
   out.mkdir(parents=True, exist_ok=True)
-  trajs, _ = inputs.load_trajectories(job.input_path, job.input_format)
+  trajs, summary = inputs.load_trajectories(job.input_path, job.input_format)
+  _write_line_errors(out, summary)
   result = await rubric.induce_rubric(
       trajs,
       llm,

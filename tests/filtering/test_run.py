@@ -2,6 +2,7 @@
 
 import asyncio
 import collections
+import dataclasses
 import json
 import subprocess
 import sys
@@ -70,6 +71,8 @@ def test_pulse_filter_then_calibrate(repo_root, tmp_path):
   )
   cal = json.loads((out / 'calibration.json').read_text())
   assert cal['n_trajectories'] == 20
+  assert cal['unreadable_lines'] == 0
+  assert (out / 'line_errors.jsonl').read_text() == ''
   assert cal['choice']['false_positive_rate'] == 0.0
   assert 'Chosen threshold' in (out / 'calibration.md').read_text()
 
@@ -179,3 +182,27 @@ def test_judge_failures_go_to_undecided(repo_root, tmp_path):
   assert (
       'JudgeReplyError' in stage['error_examples']['judge_error'][0]['detail']
   )
+
+
+def test_calibration_counts_unreadable_lines(repo_root, tmp_path):
+  data = repo_root / 'tests' / 'filtering' / 'data' / 'webdancer_20.jsonl'
+  lines = data.read_text(encoding='utf-8').splitlines()[:3]
+  path = tmp_path / 'in.jsonl'
+  path.write_text('\n'.join([lines[0], '{broken', *lines[1:]]) + '\n')
+  job = jobs.FilterJob(
+      mode='calibrate',
+      input_path=str(path),
+      loop_periods=(30,),
+      loop_lengths=(4096,),
+  )
+  cal = jobs.run_calibration(job, tmp_path / 'out')
+  assert cal['n_trajectories'] == 3 and cal['unreadable_lines'] == 1
+  (row,) = [json.loads(l) for l in open(tmp_path / 'out' / 'line_errors.jsonl')]
+  assert row['line_no'] == 2 and 'JSONDecodeError' in row['reason']
+  md = (tmp_path / 'out' / 'calibration.md').read_text()
+  assert '1 unreadable input lines' in md
+  rub = dataclasses.replace(job, mode='induce_rubric', rubric_samples=2)
+  llm = scripted.ScriptedLLM(lambda _: '1. Mask repeated searches.')
+  asyncio.run(jobs.run_rubric_induction(rub, tmp_path / 'rubric', llm))
+  text = (tmp_path / 'rubric' / 'line_errors.jsonl').read_text()
+  assert json.loads(text)['line_no'] == 2
