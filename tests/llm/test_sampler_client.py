@@ -30,19 +30,46 @@ class Sample:
 
 
 class ScriptSampler:
-  """Emits encode(reply) + <|im_end|> for each scripted reply."""
+  """Emits encode(reply) + <|im_end|> for each scripted reply.
 
-  def __init__(self, tok, replies):
+  Same call signature as search_agent.model.sampler.Sampler.generate.
+  """
+
+  def __init__(self, tok, replies, batch_size=4, max_prompt_len=4096):
     self.tok = tok
     self.replies = list(replies)
     self.prompts = []
+    self.calls = []
+    self.batch_size = batch_size
+    self.max_prompt_len = max_prompt_len
 
-  def generate(self, prompts, *, params, stop_token_ids):
-    self.prompts.append(prompts[0])
+  def generate(
+      self,
+      prompts,
+      *,
+      temperature,
+      top_p,
+      max_new_tokens,
+      stop_token_ids,
+      stop_strings,
+      decode_fn,
+      seed,
+  ):
+    assert len(prompts) <= self.batch_size
+    self.calls.append(dict(n=len(prompts), max_new_tokens=max_new_tokens,
+                           temperature=temperature, seed=seed))  # fmt: skip
     out = []
-    for _ in prompts:
+    for p in prompts:
+      self.prompts.append(p)
       ids = self.tok.encode(self.replies.pop(0)) + [stop_token_ids[0]]
-      out.append(Sample(token_ids=ids, logprobs=[-0.25] * len(ids)))
+      finish = 'stop'
+      if len(ids) > max_new_tokens:
+        ids, finish = ids[:max_new_tokens], 'length'
+      out.append(
+          Sample(
+              token_ids=ids, logprobs=[-0.25] * len(ids), finish_reason=finish
+          )
+      )
     return out
 
 
@@ -125,7 +152,9 @@ def test_completion_fields_and_failures(tok):
 
   class Broken:
 
-    def generate(self, prompts, *, params, stop_token_ids):
+    batch_size, max_prompt_len = 2, 4096
+
+    def generate(self, prompts, **kw):
       raise MemoryError('KV cache full')
 
   with pytest.raises(protocol.LLMError, match='KV cache full'):
@@ -140,3 +169,40 @@ def test_completion_fields_and_failures(tok):
             [{'role': 'nobody', 'content': 'x'}], protocol.SamplingParams()
         )
     )
+
+
+def test_concurrent_chats_are_batched_and_cut_at_their_own_limit(tok):
+  sampler = ScriptSampler(
+      tok, ['one two three four five six'] * 6, batch_size=4
+  )
+  llm = sampler_client.SamplerLLM(sampler, chat_prompts.RendererPrompts(tok))
+  msgs = [{'role': 'user', 'content': 'go'}]
+
+  async def go():
+    calls = [
+        llm.chat(msgs, protocol.SamplingParams(max_tokens=m, seed=5))
+        for m in (3, 100, 100, 100, 100)
+    ]
+    calls.append(llm.chat(msgs, protocol.SamplingParams(temperature=0.0)))
+    return await asyncio.gather(*calls)
+
+  out = asyncio.run(go())
+  # 5 requests at temperature 1 -> batches of 4 and 1; temperature 0 apart.
+  assert llm.batches == [4, 1, 1]
+  assert sampler.calls[0]['max_new_tokens'] == 100
+  assert sampler.calls[0]['seed'] == 5
+  short = out[0][0]
+  assert short.finish_reason == 'length' and len(short.token_ids) == 3
+  assert short.text == tok.decode(short.token_ids)
+  full = out[1][0]
+  assert full.finish_reason == 'stop'
+  assert full.text == 'one two three four five six'
+  assert full.token_ids[:3] == short.token_ids
+
+
+def test_prompt_longer_than_the_sampler_is_a_context_length_error(tok):
+  sampler = ScriptSampler(tok, [], max_prompt_len=5)
+  llm = sampler_client.SamplerLLM(sampler, chat_prompts.RendererPrompts(tok))
+  msgs = [{'role': 'user', 'content': 'a much longer prompt than five tokens'}]
+  with pytest.raises(protocol.ContextLengthError, match='max_prompt_len 5'):
+    asyncio.run(llm.chat(msgs, protocol.SamplingParams()))
