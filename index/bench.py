@@ -105,11 +105,13 @@ def run_corpus(name, c, workdir, vocab) -> dict:
   if 'latency' in c.stages:
     engine = tantivy_engine(workdir / name, threads=c.backend_threads)
     out['rss_mb_engine_open'] = benchmark.rss_mb()
+    out['anon_rss_mb_engine_open'] = benchmark.anon_rss_mb()
     queries = synthetic.sample_queries(
         c.queries + c.warmup, c.query_seed, vocab
     )
     out['latency'] = _latency(engine, queries, c)
     out['rss_mb_end'] = benchmark.rss_mb()
+    out['anon_rss_mb_end'] = benchmark.anon_rss_mb()
     engine.close()
   print(json.dumps(out, indent=1), flush=True)
   return out

@@ -152,8 +152,17 @@ def single_view_build_rate(
 
 
 def rss_mb() -> float:
-  """Resident memory of this process, MiB."""
+  """Resident memory of this process, MiB (includes mapped index pages)."""
   return round(psutil.Process().memory_info().rss / 2**20, 1)
+
+
+def anon_rss_mb() -> float:
+  """Anonymous resident memory (heap, not the mmap'd index files), MiB."""
+  with open('/proc/self/status', encoding='ascii') as f:
+    for line in f:
+      if line.startswith('RssAnon:'):
+        return round(int(line.split()[1]) / 1024, 1)
+  return float('nan')
 
 
 def dir_mb(path: pathlib.Path) -> float:
