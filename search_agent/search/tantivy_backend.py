@@ -5,9 +5,11 @@ are built from `ParsedQuery` directly (no query-string syntax to escape):
 each keyword and phrase word is a SHOULD term clause (BM25, k1=1.2,
 b=0.75), each quoted phrase a MUST phrase clause in the view's field, and
 the site filter a zero-scoring MUST term on the indexed host suffixes.
-Words the analyzer drops (stopwords) constrain nothing; a phrase made only
-of stopwords is therefore no constraint, and a query made only of stopwords
-matches nothing. tantivy releases the GIL while searching, so batches run
+Words the analyzer drops (stopwords) constrain nothing: they leave a
+position gap, so "lord of the rings" also matches "lord X Y rings" (as
+Elasticsearch's match_phrase over a stop filter does); a phrase made only of
+stopwords is no constraint, and a query made only of stopwords matches
+nothing. Phrases match stemmed forms ("blue whales" for "blue whale"). tantivy releases the GIL while searching, so batches run
 on a thread pool.
 """
 
