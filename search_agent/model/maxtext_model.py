@@ -24,8 +24,8 @@ from maxtext.utils.globals import MAXTEXT_CONFIGS_DIR
 from search_agent.model import config as config_lib
 from search_agent.model import mesh as mesh_lib
 
-_BASE_YML = os.path.join(MAXTEXT_CONFIGS_DIR, 'decoupled_base_test.yml')
-_ROUTING_KEY = 'selected_experts'
+BASE_YML = os.path.join(MAXTEXT_CONFIGS_DIR, 'decoupled_base_test.yml')
+ROUTING_KEY = 'selected_experts'
 
 
 def _record_topk(get_topk):
@@ -38,7 +38,7 @@ def _record_topk(get_topk):
   def wrapped(self, *args, **kwargs):
     weights, indices = get_topk(self, *args, **kwargs)
     if self.config.return_routed_experts:
-      setattr(self, _ROUTING_KEY, nnx.Intermediate(indices))
+      setattr(self, ROUTING_KEY, nnx.Intermediate(indices))
     return weights, indices
 
   wrapped.search_agent_wrapped = True
@@ -74,20 +74,24 @@ class Model:
 
   def rules(self):
     """Context manager: this model's mesh and logical axis rules."""
-    return _MeshAndRules(self.mesh, self.mt_config.logical_axis_rules)
+    return MeshAndRules(self.mesh, self.mt_config.logical_axis_rules)
 
 
-class _MeshAndRules:
+class MeshAndRules:
+  """Context manager: a mesh and logical axis rules (re-entrant per use)."""
 
   def __init__(self, mesh, rules):
-    self._ctx = [jax.set_mesh(mesh), nn_partitioning.axis_rules(rules)]
+    self._mesh, self._rules = mesh, rules
+    self._ctx = []
 
   def __enter__(self):
-    for c in self._ctx:
+    ctx = [jax.set_mesh(self._mesh), nn_partitioning.axis_rules(self._rules)]
+    for c in ctx:
       c.__enter__()
+    self._ctx.append(ctx)
 
   def __exit__(self, *exc):
-    for c in reversed(self._ctx):
+    for c in reversed(self._ctx.pop()):
       c.__exit__(*exc)
 
 
@@ -100,8 +104,11 @@ def maxtext_config(
   """MaxText HyperParameters for `cfg` on `num_devices` (default: all)."""
   n = num_devices or jax.device_count()
   kw = config_lib.to_maxtext_kwargs(cfg, layout, n)
+  # MaxText sizes global batches (and KV caches) by its device count; on a
+  # subset of the devices (tests, samplers beside a trainer) give it ours.
+  kw.update(internal_compile=True, internal_compile_num_devices=n)
   kw.update(extra)
-  return pyconfig.initialize(['search_agent', _BASE_YML], **kw)
+  return pyconfig.initialize(['search_agent', BASE_YML], **kw)
 
 
 def build(
@@ -143,7 +150,7 @@ def build(
   shardings = jax.tree.map(
       lambda x: x.sharding, nnx.state(abstract), is_leaf=_is_sds
   )
-  with _MeshAndRules(mesh, mt.logical_axis_rules):
+  with MeshAndRules(mesh, mt.logical_axis_rules):
     state = jax.jit(lambda: nnx.state(create_fn()), out_shardings=shardings)()
   model = nnx.merge(graphdef, state)
   _, params, rest = nnx.split(model, nnx.Param, ...)
@@ -214,7 +221,7 @@ def forward(
     name = str(path[-1])
     if name == 'hidden_states':
       hidden = value[0] if isinstance(value, tuple) else value
-    elif name == _ROUTING_KEY:
+    elif name == ROUTING_KEY:
       routing.append((path, value))
     elif name == 'moe_lb_loss':
       leaves = value if isinstance(value, tuple) else (value,)
@@ -226,12 +233,12 @@ def forward(
     )
   return ForwardOut(
       hidden_btd=hidden,
-      routing_bsle=_stack_routing(routing, tokens_bt.shape),
+      routing_bsle=stack_routing(routing, tokens_bt.shape),
       lb_loss=lb,
   )
 
 
-def _stack_routing(items, shape_bt) -> jax.Array | None:
+def stack_routing(items, shape_bt) -> jax.Array | None:
   """Routing intermediates -> [batch, seq, layers, top_k] int32."""
   if not items:
     return None

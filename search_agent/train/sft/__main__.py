@@ -10,7 +10,10 @@ from search_agent.train.sft import config as sft_config
 from search_agent.train.sft import trainer
 
 _CONFIG = config_flags.DEFINE_config_file(
-    'config', None, 'SFT config file (tpu_configs/sft.py:tiny).', lock_config=True
+    'config',
+    None,
+    'SFT config file (tpu_configs/sft.py:tiny).',
+    lock_config=True,
 )
 _WORKDIR = flags.DEFINE_string(
     'workdir', None, 'Checkpoints, metrics.jsonl and TensorBoard go here.'

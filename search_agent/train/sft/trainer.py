@@ -21,8 +21,8 @@ from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train import data as data_lib
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
-from search_agent.train.sft import metrics as metrics_lib
 from search_agent.train.sft import config as sft_config
+from search_agent.train.sft import metrics as metrics_lib
 from search_agent.train.sft import step as step_lib
 
 
@@ -47,7 +47,7 @@ def load_or_train_tokenizer(
 class _Run:
   """The pieces of one run, built once."""
 
-  def __init__(self, cfg: sft_config.SFTConfig, workdir: str):
+  def __init__(self, cfg: sft_config.SFTConfig, workdir: str, devices=None):
     tok = load_or_train_tokenizer(cfg, workdir)
     if tok.vocab_size > cfg.model.vocab_size:
       raise model_config_lib.ModelConfigError(
@@ -60,7 +60,7 @@ class _Run:
         cfg.keep_last_n_observations,
         cfg.chat_template,
     )
-    self.model = maxtext_model.build(cfg.model, cfg.layout)
+    self.model = maxtext_model.build(cfg.model, cfg.layout, devices=devices)
     self.tx = optim.make_optimizer(
         cfg.optimizer,
         schedule_lib.make_schedule(cfg.schedule),
@@ -85,22 +85,44 @@ def validation_nll(run: _Run, params, cfg: sft_config.SFTConfig) -> float:
   return nll / max(count, 1.0)
 
 
+def _update(run: _Run, state: dict, batch: dict) -> tuple[dict, dict]:
+  """One optimizer update; metrics as floats, with timing and tokens/s."""
+  t0 = time.perf_counter()
+  params, opt_state, m = run.step(
+      state['params'], state['opt_state'], jax.device_put(batch, run.sharding)
+  )
+  m = {k: float(v) for k, v in jax.device_get(m).items()}
+  dt = time.perf_counter() - t0
+  m['step_time_s'] = dt
+  m['tokens_per_s'] = float(np.sum(batch['segment_ids'] > 0)) / dt
+  return {'params': params, 'opt_state': opt_state}, m
+
+
 def train(
     cfg: sft_config.SFTConfig,
     workdir: str,
     on_update: Callable[[int, dict], None] | None = None,
+    devices: list[jax.Device] | None = None,
 ) -> dict:
-  """Runs (or resumes) SFT in `workdir`; returns the final state dict."""
-  run = _Run(cfg, workdir)
+  """Runs (or resumes) SFT in `workdir`; returns the final state dict.
+
+  Args:
+    cfg: The run's configuration.
+    workdir: Checkpoints, metrics.jsonl, TensorBoard and the tiny tokenizer.
+    on_update: Called after every update with (step, metrics).
+    devices: Devices of the mesh (default: all).
+
+  Returns:
+    {'params', 'opt_state'} after the last update.
+  """
+  run = _Run(cfg, workdir, devices)
   ckpt = checkpoint_lib.Checkpointer(
       os.path.join(workdir, 'checkpoints'), cfg.checkpoint
   )
   writer = metrics_lib.MetricsWriter(workdir, cfg.total_updates)
   state = {
       'params': run.model.params,
-      'opt_state': step_lib.init_opt_state(
-          run.model, run.tx, run.model.params
-      ),
+      'opt_state': step_lib.init_opt_state(run.model, run.tx, run.model.params),
   }
   it = iter(data_lib.update_dataset(cfg.data.train_path, run.render, cfg.data))
   start = ckpt.latest_step() or 0
@@ -113,21 +135,17 @@ def train(
       batch = next(it)
     except StopIteration:
       logging.warning('data exhausted after %d updates', step - 1)
+      if step - 1 > start and ckpt.latest_step() != step - 1:
+        ckpt.save(step - 1, state, it.get_state())
       break
-    t0 = time.perf_counter()
-    params, opt_state, m = run.step(
-        state['params'], state['opt_state'], jax.device_put(batch, run.sharding)
-    )
-    m = jax.device_get(m)
-    state = {'params': params, 'opt_state': opt_state}
-    dt = time.perf_counter() - t0
-    m.update(step_time_s=dt, tokens_per_s=float(np.sum(batch['segment_ids'] > 0)) / dt)
+    state, m = _update(run, state, batch)
     writer.write(step, 'train', m)
     if cfg.data.val_path and (
         step == cfg.total_updates
         or (cfg.eval_every and step % cfg.eval_every == 0)
     ):
-      writer.write(step, 'val', {'nll': validation_nll(run, params, cfg)})
+      nll = validation_nll(run, state['params'], cfg)
+      writer.write(step, 'val', {'nll': nll})
     if ckpt.should_save(step, cfg.total_updates):
       ckpt.save(step, state, it.get_state())
     if on_update is not None:

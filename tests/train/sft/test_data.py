@@ -1,0 +1,113 @@
+"""grain pipeline: real trajectories -> context policy -> renderer -> packs."""
+
+import numpy as np
+import pytest
+
+from search_agent.agent import trajectory
+from search_agent.model import tokenizer as tokenizer_lib
+from search_agent.train import data as data_lib
+
+
+@pytest.fixture(scope='module')
+def render(tiny_tokenizer_dir):
+  tok = tokenizer_lib.load_tokenizer(tiny_tokenizer_dir)
+  return data_lib.make_render_fn(tok, 'sliding_window', 5, 'chatml')
+
+
+def _cfg(path, **kw):
+  base = dict(
+      train_path=path,
+      seq_len=512,
+      micro_batch=2,
+      micro_steps=2,
+      num_packing_bins=4,
+      train_lines=(0, 20),
+  )
+  base.update(kw)
+  return data_lib.DataConfig(**base)
+
+
+def test_shift_truncate_and_drop():
+  ex = data_lib.to_examples(
+      [([5, 6, 7, 8], [0, 0, 1, 1]), ([1, 2], [1, 0]), ([9], [1])], seq_len=2
+  )
+  # Truncated to seq_len + 1 = 3 tokens: inputs [5, 6], targets [6, 7],
+  # mask taken on the targets [0, 1]. The second has no supervised target.
+  assert len(ex) == 1
+  assert ex[0]['inputs'].tolist() == [5, 6]
+  assert ex[0]['targets'].tolist() == [6, 7]
+  assert ex[0]['loss_mask'].tolist() == [0, 1]
+
+
+def test_packed_updates_are_consistent(sft_jsonl, render):
+  cfg = _cfg(sft_jsonl)
+  batch = next(iter(data_lib.update_dataset(sft_jsonl, render, cfg)))
+  assert set(batch) == {
+      'inputs',
+      'targets',
+      'loss_mask',
+      'segment_ids',
+      'positions',
+  }
+  for v in batch.values():
+    assert v.shape == (2, 2, 512)
+  seg, pos, mask = batch['segment_ids'], batch['positions'], batch['loss_mask']
+  assert np.all(mask[seg == 0] == 0)  # padding carries no loss
+  assert mask.sum() > 0
+  rows_in, rows_tg = batch['inputs'].reshape(4, 512), batch['targets'].reshape(
+      4, 512
+  )
+  for r, (s, p) in enumerate(zip(seg.reshape(4, 512), pos.reshape(4, 512))):
+    for sid in set(s.tolist()) - {0}:
+      idx = np.flatnonzero(s == sid)
+      assert p[idx].tolist() == list(range(len(idx)))  # positions restart
+      # next-token targets within a segment
+      assert rows_tg[r, idx[:-1]].tolist() == rows_in[r, idx[1:]].tolist()
+
+
+def test_loss_tokens_are_the_renderers_assistant_tokens(sft_jsonl, render):
+  traj = data_lib.JsonlTrajectories(sft_jsonl)[0]
+  assert isinstance(traj, trajectory.Trajectory)
+  ids, mask = render(traj)[0]
+  ex = data_lib.to_examples([(ids, mask)], 10_000)[0]
+  supervised = ex['targets'][ex['loss_mask'] == 1]
+  want = np.asarray(ids)[1:][np.asarray(mask)[1:] == 1]
+  assert supervised.tolist() == want.tolist()
+  assert 0 < len(supervised) < len(ids)
+
+
+def test_iterator_state_resumes_exactly(sft_jsonl, render):
+  cfg = _cfg(sft_jsonl)
+  it = iter(data_lib.update_dataset(sft_jsonl, render, cfg))
+  next(it)
+  state = it.get_state()
+  want = next(it)
+  it2 = iter(data_lib.update_dataset(sft_jsonl, render, cfg))
+  it2.set_state(state)
+  got = next(it2)
+  for k in want:
+    np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_validation_counts_every_token_once(sft_jsonl, render):
+  cfg = _cfg(sft_jsonl, val_lines=(20, 24))
+  total = sum(
+      b['loss_mask'].sum()
+      for b in data_lib.validation_batches(sft_jsonl, render, cfg)
+  )
+  src = data_lib.JsonlTrajectories(sft_jsonl, (20, 24))
+  want = sum(
+      e['loss_mask'].sum()
+      for i in range(len(src))
+      for e in data_lib.to_examples(render(src[i]), cfg.seq_len)
+  )
+  assert total == want > 0
+
+
+def test_bad_inputs_raise(tmp_path, sft_jsonl):
+  empty = tmp_path / 'empty.jsonl'
+  empty.write_text('\n')
+  with pytest.raises(data_lib.DataError, match='no trajectories'):
+    data_lib.JsonlTrajectories(str(empty))
+  with pytest.raises(data_lib.DataError, match='format'):
+    data_lib.JsonlTrajectories(sft_jsonl, fmt='csv')

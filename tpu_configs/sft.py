@@ -1,0 +1,96 @@
+"""SFT configs: `--config=tpu_configs/sft.py:tiny` (CPU) or `:recipe`.
+
+'recipe' is open-recipe.md's SFT table: Qwen3-30B-A3B-class MoE, 262,144-token
+packing, 64 trajectories per update with microbatch 1, distributed Muon
+(momentum 0.9, spectral scaling multiplier 0.2, Nesterov off, weight decay
+0.1), lr 5e-5 peak / 1e-6 min, 51 warmup updates, cosine through update 507,
+TP=2 CP=8 EP=8, sequence packing and full activation recomputation. 'tiny'
+trains the tiny MoE on 190 of the 200 real WebDancer trajectories (10 held
+out) with a tokenizer trained on the bundled corpus, on a 2-core CPU.
+"""
+
+import os
+
+import ml_collections
+
+from search_agent.model import families
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SHARED = os.path.join(os.path.dirname(_REPO), 'shared', 'data')
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+  variant = arg or 'recipe'
+  if variant not in ('tiny', 'recipe'):
+    raise ValueError(f'sft config variant {variant!r}: use tiny or recipe')
+  tiny = variant == 'tiny'
+  c = ml_collections.ConfigDict()
+  # Model (search_agent.model.config.ModelConfig fields).
+  c.model = families.as_dict(
+      families.model_preset('tiny' if tiny else 'qwen3-30b-a3b')
+  )
+  # Parallel layout (search_agent.model.mesh.Parallelism fields).
+  c.layout = families.as_dict(
+      families.layout_preset('fsdp' if tiny else 'recipe_tp2_cp8_ep8')
+  )
+  # Muon as in the recipe; 'adamw' is the alternative.
+  c.optimizer = ml_collections.ConfigDict(
+      dict(
+          name='muon',
+          momentum=0.9,
+          nesterov=False,
+          weight_decay=0.1,
+          spectral_scale=0.2,
+          adam_b2=0.95,
+          adam_eps=1e-8,
+          grad_clip_norm=0.0,
+          # Regexes of frozen parameters, e.g. ['MoeBlock_0/gate/'].
+          frozen=[],
+      )
+  )
+  # Warmup + cosine over optimizer updates.
+  c.schedule = ml_collections.ConfigDict(
+      dict(
+          kind='warmup_cosine',
+          peak=1e-3 if tiny else 5e-5,
+          minimum=1e-5 if tiny else 1e-6,
+          warmup_steps=2 if tiny else 51,
+          total_steps=20 if tiny else 507,
+      )
+  )
+  # Data: trajectory JSONL (or chatml) -> context policy -> renderer -> packing.
+  webdancer = os.path.join(
+      _SHARED, 'trajectories', 'webdancer_sample_traj.jsonl'
+  )
+  c.data = ml_collections.ConfigDict(
+      dict(
+          train_path=webdancer if tiny else '/data/sft/train.jsonl',
+          val_path=webdancer if tiny else '/data/sft/val.jsonl',
+          format='chatml' if tiny else 'trajectory',
+          train_lines=(0, 190) if tiny else (0, 0),
+          val_lines=(190, 200) if tiny else (0, 0),
+          seq_len=c.model.max_target_length,
+          micro_batch=1,
+          # 64 trajectories per update, microbatch 1 (packed rows).
+          micro_steps=2 if tiny else 64,
+          num_packing_bins=4 if tiny else 16,
+          seed=0,
+          num_epochs=1,
+      )
+  )
+  c.checkpoint = ml_collections.ConfigDict(
+      dict(every=10 if tiny else 50, keep=3)
+  )
+  # '' trains the tiny tokenizer on tokenizer_corpus into <workdir>/tokenizer.
+  # The recipe: the HF checkpoint directory holding tokenizer.json.
+  c.tokenizer_path = '' if tiny else '/models/qwen3-30b-a3b'
+  c.tokenizer_corpus = os.path.join(
+      _SHARED, 'corpus', '2wikimultihopqa_corpus.json'
+  )
+  c.chat_template = 'chatml' if tiny else 'qwen3'
+  c.context_policy = 'sliding_window'
+  c.keep_last_n_observations = 5
+  c.total_updates = 20 if tiny else 507
+  # Validation NLL cadence (the recipe records four evaluations).
+  c.eval_every = 10 if tiny else 127
+  return c
