@@ -1,0 +1,1 @@
+"""Scripts that regenerate model test fixtures."""
