@@ -150,3 +150,35 @@ def test_sources_dispatch_and_limits(tmp_path):
     sources.CorpusSpec(kind='jsonl')
   with pytest.raises(CorpusError, match='unknown corpus kind'):
     sources.CorpusSpec(kind='csv', path='x')
+
+
+def test_reader_errors_name_the_problem(tmp_path):
+  with pytest.raises(CorpusError, match='does not exist'):
+    list(jsonl.read_jsonl(tmp_path / 'none.jsonl'))
+  bad_xml = tmp_path / 'dump.xml'
+  bad_xml.write_text('<mediawiki><page><title>x</title>')
+  with pytest.raises(CorpusError, match='malformed MediaWiki XML'):
+    list(wikipedia.read_wikipedia_xml(bad_xml))
+  not_parquet = tmp_path / 'x.parquet'
+  not_parquet.write_text('hello')
+  with pytest.raises(CorpusError, match='not a readable parquet'):
+    list(fineweb.read_fineweb_parquet(not_parquet))
+  _write_parquet(tmp_path / 'e.parquet', [('t', '', 'https://a.com')])
+  with pytest.raises(CorpusError, match='empty id'):
+    list(fineweb.read_fineweb_parquet(tmp_path / 'e.parquet'))
+
+
+def test_sources_link_notes(tmp_path, shared_data):
+  path = tmp_path / 'c.jsonl'
+  jsonl.write_jsonl(
+      [Document(doc_id='a', title='A', url='', text='', links=('b',))], path
+  )
+  spec = sources.CorpusSpec(kind='jsonl', path=str(path), derive_links=False)
+  docs, note = sources.read_corpus(spec)
+  assert [d.links for d in docs] == [('b',)] and 'as given' in note
+  dump = shared_data / 'wikipedia' / 'enwiki-pages-articles-sample.xml.bz2'
+  spec = sources.CorpusSpec(
+      kind='wikipedia_xml', path=str(dump), derive_links=False, max_docs=1
+  )
+  docs, note = sources.read_corpus(spec)
+  assert len(list(docs)) == 1 and 'wikilinks' in note
