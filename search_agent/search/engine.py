@@ -14,6 +14,7 @@ from search_agent.search import fusion
 from search_agent.search import parser
 from search_agent.search import snippets
 from search_agent.search.analysis import QueryAnalyzer
+from search_agent.search.backend import BackendError
 from search_agent.search.backend import SearchBackend
 from search_agent.search.guard import LeakageGuard
 from search_agent.search.parser import ParsedQuery
@@ -157,8 +158,17 @@ class SearchEngine:
       hits = self._guarded_top_k(ranked, k, docs)
       if self.reranker is not None:
         hits = self.reranker(q, hits)[:k]
-      out.append([self._with_snippet(q, h, docs[h.doc_id]) for h in hits])
+      idf = self._query_idf(q)
+      out.append([self._with_snippet(q, h, docs[h.doc_id], idf) for h in hits])
     return out
+
+  def _query_idf(self, q: ParsedQuery) -> snippets.IdfFn | None:
+    """Corpus idf of the query's terms, looked up once per query."""
+    if self.idf is None:
+      return None
+    terms = sorted(set(self.analyzer.terms(' '.join(q.scoring_words()))))
+    weights = dict(self.idf(terms))
+    return lambda _: weights
 
   def _documents(self, doc_id_lists) -> dict[str, Document]:
     wanted = list(dict.fromkeys(d for ids in doc_id_lists for d, _ in ids))
@@ -174,7 +184,12 @@ class SearchEngine:
         docs.update(self._documents([[(d, 0) for d in missing]]))
       for doc_id, score in chunk:
         doc = docs.get(doc_id)
-        if doc is None or self.guard.is_blocked(doc.url):
+        if doc is None:
+          raise BackendError(
+              f'the backend ranked {doc_id!r} but cannot return it: the'
+              ' index is inconsistent; rebuild it'
+          )
+        if self.guard.is_blocked(doc.url):
           continue
         hits.append(
             Hit(doc_id=doc_id, title=doc.title, url=doc.url, snippet='',
@@ -185,11 +200,10 @@ class SearchEngine:
       start += len(chunk)
     return hits
 
-  def _with_snippet(self, q: ParsedQuery, hit: Hit, doc: Document) -> Hit:
+  def _with_snippet(self, q, hit: Hit, doc: Document, idf) -> Hit:
     snippet = snippets.make_snippet(
-        doc.text, q.terms, q.phrases, self.analyzer, self.idf,
-        self.config.snippet,
-    )  # fmt: skip
+        doc.text, q.terms, q.phrases, self.analyzer, idf, self.config.snippet
+    )
     return dataclasses.replace(hit, snippet=snippet)
 
   def get_documents(self, doc_ids: Sequence[str]) -> list[Document | None]:

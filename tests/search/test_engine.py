@@ -120,3 +120,18 @@ def test_concurrent_searches_match_sequential(wiki_engine):
     got = list(pool.map(lambda t: wiki_engine.search([t], 5), texts))
   assert got == expected
   assert wiki_engine.search(texts, 5) == [e[0] for e in expected]
+
+
+def test_inconsistent_backend_is_an_error(wiki_engine):
+  class ForgetfulBackend:
+    """The real backend, except that it cannot return stored documents."""
+
+    def __getattr__(self, name):
+      return getattr(wiki_engine.backend, name)
+
+    def get_documents(self, doc_ids):
+      return [None] * len(doc_ids)
+
+  e = engine_lib.SearchEngine(ForgetfulBackend(), analyzer=wiki_engine.analyzer)
+  with pytest.raises(backend.BackendError, match='inconsistent'):
+    e.search(['Lothair'], 3)
