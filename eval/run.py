@@ -31,7 +31,7 @@ def main(argv):
   del argv
   c = _CONFIG.value
   config = settings.eval_config(c)
-  policy, policy_manifest = settings.llm(c.policy)
+  policy, policy_manifest = settings.llm(c.policy, c.sampler)
   judge, judge_manifest = settings.llm(c.judge)
   aux, _ = settings.llm(c.aux)
   if policy is None:

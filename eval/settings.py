@@ -58,11 +58,23 @@ def eval_config(c: Any) -> harness.EvalConfig:
   )
 
 
-def llm(section: Any) -> tuple[protocol.LLM | None, dict[str, Any] | None]:
-  """The LLM of a section and its manifest; (None, None) for kind 'none'."""
+def llm(
+    section: Any, sampler: Any = None
+) -> tuple[protocol.LLM | None, dict[str, Any] | None]:
+  """The LLM of a section and its manifest; (None, None) for kind 'none'.
+
+  Kind 'sampler' builds the in-process model from the `sampler` section.
+  """
   d = _dict(section)
   if d.get('kind') == 'none':
     return None, None
+  if d.get('kind') == 'sampler':
+    if sampler is None:
+      raise EvalSetupError("kind 'sampler' is for the policy only")
+    # Imported here: it loads JAX and MaxText, which other kinds never need.
+    from eval import in_process  # pylint: disable=g-import-not-at-top
+
+    return in_process.build(_dict(sampler), d.get('name', ''))
   config = registry.from_dict(d)
   return registry.build(config), config.manifest()
 

@@ -55,6 +55,19 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.mode = 'single'  # 'single' or 'mas'
   # The policy LLM (registry kinds: openai, scripted, sampler).
   c.policy = dict(kind='openai', name='', openai=_openai(), script=())
+  # policy.kind='sampler': the in-process model (eval/in_process.py).
+  c.sampler = dict(
+      preset='tiny',  # search_agent/model/families.py
+      layout='fsdp',
+      params_path='',  # converted orbax params (model.tools.import_hf)
+      tokenizer='qwen3',  # tokenizer.json path, or 'qwen3'
+      template='chatml',  # renderer template: chatml | qwen3
+      batch_size=8,  # prompts per generate call
+      max_prompt_len=4_096,  # longer prompts end the run (context limit)
+      max_new_tokens=1_024,
+      policy_version=0,
+      devices=0,  # 0 = all
+  )
   # The judge: kind 'none' grades by exact match (rewards/answer_match).
   c.judge = dict(kind='openai', name='', openai=_openai(), script=())
   # Auxiliary LLM for visit summaries (and the reranker); 'none' =
