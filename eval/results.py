@@ -2,11 +2,12 @@
 
 Files in the workdir:
   * `trajectories.jsonl`: one trajectory per line (search_agent format). For
-    encrypted benchmarks every line is `{id, task_id, encrypted}` where
-    `encrypted` is the trajectory JSON encrypted with the task's canary in the
-    BrowseComp scheme: no benchmark plaintext reaches the disk. A failed
-    run is retried by the next eval in the same workdir; the later line for
-    an id supersedes the earlier one.
+    encrypted benchmarks every line is `{id, task_id, status, encrypted}`
+    where `encrypted` is the trajectory JSON encrypted with the task's canary
+    in the BrowseComp scheme: no benchmark plaintext reaches the disk (the
+    status is a label, kept in the clear so that a resumed eval finds failed
+    runs without decrypting). A failed run is retried by the next eval in the
+    same workdir; the later line for an id supersedes the earlier one.
   * `results.jsonl`: one record per graded trajectory; a later line for the
     same trajectory (a judge error re-graded) supersedes an earlier one.
     Records of encrypted benchmarks hold no question, reference, prediction
@@ -52,6 +53,7 @@ def write_trajectory(
       {
           'id': traj.id,
           'task_id': traj.task_id,
+          'status': traj.status,
           'encrypted': decryption.browsecomp_encrypt(payload, canary),
       }
   )

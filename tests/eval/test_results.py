@@ -2,6 +2,7 @@
 
 from eval import grading
 from eval import results
+from search_agent.agent import runner
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
 
@@ -54,3 +55,17 @@ def test_encrypted_tasks_are_redacted_and_round_trip(tmp_path):
   assert results.finished_ids(path) == {'t#0'}
   [back] = results.read_trajectories(path, {'t': task})
   assert back == _traj()
+
+
+def test_failed_encrypted_run_is_not_finished(tmp_path):
+  """A crashed run of an encrypted benchmark is run again on resume."""
+  task = task_lib.Task(
+      id='t', question='Q?', answer='Paris', meta={'canary': 'c4n4ry'}
+  )
+  path = tmp_path / 'traj.jsonl'
+  crash = runner.failed(task, 't#0', RuntimeError('endpoint down'), 0.1)
+  results.write_trajectory(path, crash, task)
+  assert results.finished_ids(path) == set()
+  assert 'Q?' not in path.read_text()
+  results.write_trajectory(path, _traj(), task)  # the rerun supersedes it
+  assert results.finished_ids(path) == {'t#0'}
