@@ -11,7 +11,9 @@ Files in the workdir:
   * `results.jsonl`: one record per graded trajectory; a later line for the
     same trajectory (a judge error re-graded) supersedes an earlier one.
     Records of encrypted benchmarks hold no question, reference, prediction
-    or judge text (`redacted: true`), only numbers and labels. Every record
+    or judge text (`redacted: true`), only numbers and labels; their
+    `judge_error` and `run_error` keep only the exception names (a judge
+    reply or a server's error body can quote the question or the answer). Every record
     carries `leaked_urls`: the leakage guard's post-hoc check of its tool
     traffic (iris.md: blocked benchmark pages, even URLs the model wrote
     from memory).
@@ -20,6 +22,7 @@ Files in the workdir:
 import collections
 import json
 import os
+import re
 from typing import Any, Iterator, Mapping
 
 from eval import decryption
@@ -118,6 +121,17 @@ def final_reply(traj: trajectory.Trajectory) -> str:
   return f'Exact Answer: {traj.final_answer}' if traj.final_answer else ''
 
 
+def _redacted_error(text: str | None, kind: str) -> str | None:
+  """An error of an encrypted task without its message: names only."""
+  if not text:
+    return None
+  if kind == 'judge':  # 'attempt 1: LLMError: ...; attempt 2: ...'
+    names = re.findall(r'attempt \d+: \w+', text)
+  else:  # 'RuntimeError: ...' (crash) or the loop's own message
+    names = re.findall(r'\A(\w+):', text)
+  return '; '.join(names or ['error']) + ' (message redacted)'
+
+
 def record(
     task: task_lib.Task,
     traj: trajectory.Trajectory,
@@ -162,6 +176,8 @@ def record(
   out['leaked_urls'] = _GUARD.check_messages(turns)
   if secret(task):
     out['redacted'] = True
+    out['judge_error'] = _redacted_error(grade.error, 'judge')
+    out['run_error'] = _redacted_error(traj.error, 'run')
   else:
     out.update(
         question=task.question,

@@ -69,3 +69,25 @@ def test_failed_encrypted_run_is_not_finished(tmp_path):
   assert 'Q?' not in path.read_text()
   results.write_trajectory(path, _traj(), task)  # the rerun supersedes it
   assert results.finished_ids(path) == {'t#0'}
+
+
+def test_redacted_records_keep_error_names_not_messages():
+  """A judge reply or a crash message may quote the benchmark's plaintext."""
+  task = task_lib.Task(
+      id='t', question='Q?', answer='Paris', meta={'canary': 'c4n4ry'}
+  )
+  error = (
+      "attempt 1: JudgeParseError: judge reply has no verdict: 'Paris is"
+      " the reference'; attempt 2: LLMError: HTTP 400: Q? is too long"
+  )
+  grade = grading.Grade(correct=None, method='judge', attempts=2, error=error)
+  crash = runner.failed(task, 't#0', ValueError('bad query "Q?"'), 0.1)
+  rec = results.record(task, crash, grade, 'd')
+  assert rec['judge_error'] == (
+      'attempt 1: JudgeParseError; attempt 2: LLMError (message redacted)'
+  )
+  assert rec['run_error'] == 'ValueError (message redacted)'
+  assert 'Paris' not in str(rec) and 'Q?' not in str(rec)
+  plain = task_lib.Task(id='t', question='Q?', answer='Paris')
+  rec = results.record(plain, crash, grade, 'd')
+  assert rec['judge_error'] == error and 'bad query' in rec['run_error']
