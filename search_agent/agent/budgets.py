@@ -6,7 +6,9 @@ policy"): up to 500 agent steps, 32,768 output tokens per assistant call, a
 
   * `max_steps`: the run ends with status 'max_steps', no answer.
   * `max_output_tokens`: a call that stops for length ends the run with status
-    'max_tokens' (the turn is kept, truncated, and carries no answer).
+    'max_tokens' (the turn is kept, truncated, and carries no answer). When
+    the call's budget was the smaller room the context left
+    (`output_room`), the status is 'context_limit' instead.
   * `context_limit`: before each call the prompt is counted; when the prompt
     plus `min_output_tokens` would not fit, the context policy may compress
     (discard-all, summary); if it cannot, the run ends with 'context_limit'.

@@ -214,7 +214,12 @@ class ReActAgent:
     parsed = toolcall.parse_assistant(completion.text, run.names)
     done = await self._step(run.ctx, toolbox, parsed, completion, run.tokens)
     if completion.finish_reason == 'length':
-      run.status, run.hit = 'max_tokens', [budgets_lib.MAX_OUTPUT_TOKENS]
+      # Cut at the room the context left, not at max_output_tokens: the
+      # context limit is what ended the run.
+      if params.max_tokens < cfg.budgets.max_output_tokens:
+        run.status, run.hit = 'context_limit', [budgets_lib.CONTEXT_LIMIT]
+      else:
+        run.status, run.hit = 'max_tokens', [budgets_lib.MAX_OUTPUT_TOKENS]
       return True
     if done:
       run.status, run.answer = 'answered', parsed.answer

@@ -149,6 +149,22 @@ def test_length_finish_ends_run_and_caps_max_tokens():
   assert traj.messages[-1].role == 'assistant'
 
 
+def test_length_cut_by_the_context_room_is_a_context_limit():
+  """A call whose budget was the context's room, not max_output_tokens."""
+  config = react.AgentConfig(
+      budgets=budgets.Budgets(
+          max_output_tokens=1000, context_limit=300, min_output_tokens=10
+      )
+  )
+  llm = CompletionLLM(
+      [protocol.Completion(text='<think>very long', finish_reason='length')]
+  )
+  traj = run(llm, config)
+  assert llm.calls[0][1].max_tokens < 1000  # the room the prompt left
+  assert traj.status == 'context_limit'
+  assert traj.budgets_hit == ('context_limit',)
+
+
 def test_context_limit_without_policy():
   config = react.AgentConfig(
       budgets=budgets.Budgets(context_limit=200, min_output_tokens=20)
