@@ -5,10 +5,11 @@ question, the agent's final reply and the reference answer, and answers in
 the fields `extracted_final_answer`, `reasoning`, `correct`, `confidence`.
 The verdict is group 1 of `correct: (yes|no)`; the public reference parser
 returns group 0 (`'correct: yes'`) and compares it with `'yes'`, so it scores
-every answer 0. A verdict line (`correct: yes`, also the markdown variants
-judges write: `**correct:** yes`, `Correct: Yes`) is preferred; otherwise the
-official pattern anywhere, but not inside a word (`incorrect: yes` is no
-verdict).
+every answer 0. A verdict line (`correct: yes`, also the variants judges
+write: `**correct:** yes`, `Correct: Yes`, `correct: 'yes'`, `"correct":
+"no"`) is preferred; otherwise the official pattern anywhere, but not inside
+a word (`incorrect: yes` is no verdict); last, a JSON field `"correct":
+"yes"` anywhere.
 
 A judge call that fails (transport error, no verdict in the reply) is retried
 up to `max_attempts`; if every attempt fails the grade is an error
@@ -27,11 +28,14 @@ from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.rewards import answer_match
 
 OFFICIAL_VERDICT = re.compile(r'(?<![A-Za-z_])correct: (yes|no)')
+_MARKUP = r'[\s*_`"\'()\[\]]*'  # markdown, quotes, brackets around a field
 _VERDICT = re.compile(
-    r'^[\s>*_#-]*correct[\s*_]*:[\s*_]*(yes|no)\b', re.IGNORECASE | re.MULTILINE
+    rf'^[\s>*_#`"\'-]*correct{_MARKUP}:{_MARKUP}(yes|no)\b',
+    re.IGNORECASE | re.MULTILINE,
 )
+_JSON_VERDICT = re.compile(r'"correct"\s*:\s*"(yes|no)"', re.IGNORECASE)
 _CONFIDENCE = re.compile(
-    r'confidence[\s*_]*:[\s*_]*(\d+(?:\.\d+)?)\s*%?', re.IGNORECASE
+    rf'confidence{_MARKUP}:{_MARKUP}(\d+(?:\.\d+)?)\s*%?', re.IGNORECASE
 )
 _EXTRACTED = re.compile(
     r'extracted_final_answer[\s*_]*:[\s*_]*(.*)', re.IGNORECASE
@@ -86,7 +90,11 @@ class Grade:
 
 def parse_verdict(text: str) -> bool:
   """Group 1 of the verdict: True for yes, False for no."""
-  match = _VERDICT.search(text) or OFFICIAL_VERDICT.search(text)
+  match = (
+      _VERDICT.search(text)
+      or OFFICIAL_VERDICT.search(text)
+      or _JSON_VERDICT.search(text)
+  )
   if match is None:
     raise JudgeParseError(
         f'judge reply has no "correct: yes|no" line: {text[-300:]!r}'

@@ -47,10 +47,28 @@ def test_verdict_is_group_one_unlike_the_reference_parser():
     grading.parse_verdict('Incorrect: yes')
 
 
+@pytest.mark.parametrize(
+    'reply, verdict',
+    [
+        ("correct: 'yes'", True),  # the template says: Answer 'yes' if ...
+        ('correct: "no"', False),
+        ('{"extracted_final_answer": "Paris", "correct": "yes"}', True),
+        ('**Correct**: **No**', False),
+        ('- `correct`: yes', True),
+        ('correct: [yes]', True),
+        ('reasoning: close.\n\n  CORRECT:\tno.', False),
+    ],
+)
+def test_verdict_variants_of_real_judges(reply, verdict):
+  assert grading.parse_verdict(reply) is verdict
+
+
 def test_confidence_and_extracted_answer():
   assert grading.parse_confidence(YES) == 85.0
   assert grading.parse_confidence('Confidence: 70%') == 70.0
   assert grading.parse_confidence('no number') is None
+  assert grading.parse_confidence('{"correct": "no", "confidence": 40}') == 40
+  assert grading.parse_confidence('**Confidence:** 55%') == 55.0
   assert grading.parse_extracted(YES) == 'Paris'
 
 
