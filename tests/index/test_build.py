@@ -3,16 +3,23 @@
 import json
 import subprocess
 import sys
+import uuid
 
+import opensearchpy
 import pytest
 
+from index import build as index_build
 from search_agent.corpus import twowiki
 from search_agent.corpus.manifest import BuildManifest
 from search_agent.corpus.passages import split_passages
 from search_agent.corpus.sources import CorpusSpec
+from search_agent.search import es_backend
+from search_agent.search import es_client
 from search_agent.search.backend import BackendError
+from search_agent.search.engine import SearchEngine
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
+from tpu_configs.search import build as build_config
 
 
 def test_build_binary_pulse(tmp_path, repo_root):
@@ -65,3 +72,49 @@ def test_build_from_wikipedia_dump_keeps_its_links(tmp_path, shared_data):
   (hits,) = engine.search(['"wheelchair ramps"'], 2)
   assert hits[0].doc_id == 'Accessibility' and 'wheelchair' in hits[0].snippet
   engine.close()
+
+
+@pytest.mark.opensearch
+def test_build_binary_pulse_into_opensearch(tmp_path, repo_root, opensearch_url):
+  prefix = f'test-index-build-{uuid.uuid4().hex[:8]}'
+  args = [
+      sys.executable, '-m', 'index.build',
+      '--config=tpu_configs/search/build.py:tiny',
+      f'--workdir={tmp_path}',
+      '--config.backend=opensearch',
+      '--config.corpus.max_docs=40',
+      f"--config.opensearch.cluster.hosts=('{opensearch_url}',)",
+      f'--config.opensearch.index.prefix={prefix}',
+  ]  # fmt: skip
+  try:
+    out = subprocess.run(
+        args, cwd=repo_root, capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    manifest = BuildManifest.read(tmp_path / 'index')
+    reference = build_tantivy_index(CorpusSpec(max_docs=40), tmp_path / 'tv')
+    assert manifest.backend == 'opensearch'
+    assert manifest.corpus['index_prefix'] == prefix
+    assert manifest.counts == reference.counts
+    assert manifest.counts['doc'] == 40
+    assert manifest.content_sha256 == reference.content_sha256
+    assert manifest.config == reference.config
+    config = es_backend.EsIndexConfig(
+        cluster=es_client.ClusterConfig(hosts=(opensearch_url,)),
+        index_prefix=prefix,
+    )
+    engine = SearchEngine(es_backend.EsBackend(config))
+    assert engine.search(['Teutberga'], 1)[0][0].doc_id == 'Teutberga'
+    engine.close()
+  finally:
+    opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
+        index=f'{prefix}-*'
+    )
+
+
+def test_build_rejects_an_unknown_backend(tmp_path):
+  config = build_config.get_config('tiny')
+  config.backend = 'solr'
+  with pytest.raises(ValueError, match="backend must be one of.*'solr'"):
+    index_build.build(config, tmp_path / 'index')
