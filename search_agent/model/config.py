@@ -14,6 +14,9 @@ from search_agent.model import mesh as mesh_lib
 # Decoder blocks whose MoE accepts `forced_routed_experts` (router replay);
 # MaxText 0.2.5 configs/types.py FORCED_ROUTING_SUPPORTED_DECODER_BLOCKS.
 REPLAY_BLOCKS = ('mixtral', 'qwen3_5', 'gemma4')
+# '/'-joined parameter paths of MoE routers (Mixtral: MoeBlock_0/gate, Qwen:
+# moe_block/gate); the optimizer zeroes their updates when freeze_router.
+ROUTER_PARAM_PATTERN = r'(MoeBlock_0|moe_block)/gate/'
 
 
 class ModelConfigError(ValueError):
@@ -42,12 +45,14 @@ class ModelConfig:
     capacity_factor: MoE capacity factor; -1 is dropless.
     remat_policy: MaxText remat policy ('full' recomputes every activation).
     scan_layers: Scan the decoder layers (faster compile on deep models).
-    freeze_router: Keep router (gate) weights fixed during training.
+    freeze_router: Keep router (gate) weights fixed during training (the
+      trainer adds ROUTER_PARAM_PATTERN to the optimizer's frozen set).
     load_balance_loss_weight: Weight of MaxText's MoE load-balance loss.
     logits_chunk: Tokens per chunk when computing per-token log-probs, so
       memory holds chunk x vocab logits, never length x vocab.
-    load_parameters_path: Orbax parameter checkpoint to start from ('' =
-      random init), e.g. the output of `search_agent.model.hf_import`.
+    load_parameters_path: Parameter checkpoint to start from ('' = random
+      init): the output of `search_agent.model.tools.import_hf`, loaded by
+      the trainer with `hf_import.load_params`.
   """
 
   model_name: str
@@ -106,8 +111,6 @@ def to_maxtext_kwargs(
       run_name='search_agent',
       base_output_directory='/tmp/search_agent_maxtext',
   )
-  if cfg.load_parameters_path:
-    kw['load_parameters_path'] = cfg.load_parameters_path
   kw.update(dict(cfg.dims))
   kw.update(mesh_lib.maxtext_overrides(layout, num_devices))
   return kw

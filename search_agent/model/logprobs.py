@@ -26,6 +26,7 @@ def chunked_token_logprobs(
     hidden_btd: Final hidden states.
     targets_bt: Token ids to score (the next tokens).
     chunk: Positions per chunk; the length is padded up to a multiple.
+      Chunks are strided (every n-th position), not contiguous.
 
   Returns:
     float32 log-probabilities [b, t].
@@ -36,8 +37,11 @@ def chunked_token_logprobs(
   if pad:
     hidden_btd = jnp.pad(hidden_btd, ((0, 0), (0, pad), (0, 0)))
     targets_bt = jnp.pad(targets_bt, ((0, 0), (0, pad)))
-  h_nbcd = hidden_btd.reshape(b, n, chunk, d).swapaxes(0, 1)
-  y_nbc = targets_bt.reshape(b, n, chunk).swapaxes(0, 1)
+  # Chunk k holds positions k, k + n, k + 2n, ...: strided chunks keep the
+  # sequence axis evenly split over the context-parallel devices, so no
+  # chunk needs a reshard.
+  h_nbcd = jnp.moveaxis(hidden_btd.reshape(b, chunk, n, d), 2, 0)
+  y_nbc = jnp.moveaxis(targets_bt.reshape(b, chunk, n), 2, 0)
 
   @functools.partial(jax.checkpoint, prevent_cse=False)
   def one_chunk(h_bcd, y_bc):
@@ -50,7 +54,7 @@ def chunked_token_logprobs(
     return carry, one_chunk(*xs)
 
   _, lp_nbc = jax.lax.scan(body, None, (h_nbcd, y_nbc))
-  return lp_nbc.swapaxes(0, 1).reshape(b, n * chunk)[:, :t]
+  return jnp.moveaxis(lp_nbc, 0, 2).reshape(b, n * chunk)[:, :t]
 
 
 def token_logprobs(

@@ -1,5 +1,17 @@
 """Shared tiny MoE models for tests/model (built once per session)."""
 
+import os
+
+# XLA:CPU's concurrency-optimized scheduler can deadlock collectives of 8
+# simulated devices on 2 cores (threads blocked in different rendezvous);
+# the sequential schedule avoids it. Set before the JAX backend starts.
+_FLAG = '--xla_cpu_enable_concurrency_optimized_scheduler=false'
+if _FLAG not in os.environ.get('XLA_FLAGS', ''):
+  os.environ['XLA_FLAGS'] = (
+      os.environ.get('XLA_FLAGS', '') + ' ' + _FLAG
+  ).strip()
+
+
 import dataclasses
 
 import jax

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from search_agent.model import config
 from search_agent.model import logprobs
 from search_agent.train import optim
 from search_agent.train.sft import step as step_lib
@@ -60,7 +61,7 @@ def test_replayed_logprobs_equal_recorded_ones(model1):
 
 
 def test_frozen_router_is_not_updated(model1):
-  cfg = optim.OptimizerConfig(frozen=('MoeBlock_0/gate/',))
+  cfg = optim.OptimizerConfig(frozen=(config.ROUTER_PARAM_PATTERN,))
   tx = optim.make_optimizer(cfg, 1e-2, model1.params, model1.logical_axes)
   params = jax.tree.map(jnp.copy, model1.params)
   opt_state = step_lib.init_opt_state(model1, tx, params)

@@ -1,8 +1,12 @@
 """SFT step benchmark: our update vs MaxText's `train.main`, same config.
 
-  XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \
-  python -m search_agent.train.sft.benchmark --seq_len=2048 --steps=5 \
+  XLA_FLAGS='--xla_force_host_platform_device_count=8
+    --xla_cpu_enable_concurrency_optimized_scheduler=false' JAX_PLATFORMS=cpu \
+  python -m search_agent.train.sft.benchmark --seq_len=2048 --steps=3 \
       --layout=cpu8_ep_tp_cp --workdir=/tmp/bench
+
+(On 8 simulated CPU devices sharing 2 cores, XLA:CPU's concurrency-optimized
+scheduler can deadlock the collectives; the flag above avoids it.)
 
 Both run the tiny MoE with the same layout, rows per step (one per device),
 AdamW, and full remat; ours additionally with Muon. Reported: seconds per

@@ -5,6 +5,7 @@ state and data-iterator position), so a killed run re-launched with the same
 config reproduces the uninterrupted loss curve.
 """
 
+import dataclasses
 import json
 import os
 import time
@@ -15,6 +16,7 @@ import jax
 import numpy as np
 
 from search_agent.model import config as model_config_lib
+from search_agent.model import hf_import
 from search_agent.model import maxtext_model
 from search_agent.model import tokenizer as tokenizer_lib
 from search_agent.train import checkpoint as checkpoint_lib
@@ -61,8 +63,21 @@ class _Run:
         cfg.chat_template,
     )
     self.model = maxtext_model.build(cfg.model, cfg.layout, devices=devices)
+    if cfg.model.load_parameters_path:
+      self.model = dataclasses.replace(
+          self.model,
+          params=hf_import.load_params(
+              self.model, cfg.model.load_parameters_path
+          ),
+      )
+    opt_cfg = cfg.optimizer
+    if cfg.model.freeze_router:
+      opt_cfg = dataclasses.replace(
+          opt_cfg,
+          frozen=opt_cfg.frozen + (model_config_lib.ROUTER_PARAM_PATTERN,),
+      )
     self.tx = optim.make_optimizer(
-        cfg.optimizer,
+        opt_cfg,
         schedule_lib.make_schedule(cfg.schedule),
         self.model.params,
         self.model.logical_axes,

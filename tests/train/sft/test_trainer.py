@@ -8,8 +8,10 @@ import sys
 import jax
 import numpy as np
 import pytest
+from safetensors.numpy import load_file
 
 from search_agent.model import families
+from search_agent.model import hf_import
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train import data as data_lib
 from search_agent.train import optim
@@ -157,3 +159,30 @@ def test_tiny_and_recipe_configs_convert(repo_root):
   }
   tiny = sft_config.from_config_dict(mod.get_config('tiny'))
   assert tiny.model.decoder_block == 'mixtral' and tiny.model.supports_replay
+
+
+def test_starts_from_imported_hf_parameters(tmp_path, repo_root, sft_jsonl):
+  """load_parameters_path: the run starts from an imported HF checkpoint."""
+  hf_dir = str(repo_root / 'tests' / 'fixtures' / 'hf_tiny')
+  base = dataclasses.replace(
+      families.model_preset('tiny'), max_target_length=512, logits_chunk=128
+  )
+  model = hf_import.model_config_for_hf(hf_dir, base)
+  path = hf_import.convert_in_subprocess(hf_dir, str(tmp_path / 'mt'), model)
+  cfg = dataclasses.replace(
+      _cfg(sft_jsonl, ''),
+      model=dataclasses.replace(model, load_parameters_path=path),
+      tokenizer_path='',
+      tokenizer_corpus=str(
+          repo_root.parent
+          / 'shared'
+          / 'data'
+          / 'corpus'
+          / '2wikimultihopqa_corpus.json'
+      ),
+  )
+  run = trainer._Run(cfg, str(tmp_path / 'work'), ONE)  # pylint: disable=protected-access
+  want = load_file(f'{hf_dir}/model.safetensors')['model.embed_tokens.weight']
+  np.testing.assert_array_equal(
+      run.model.params['token_embedder']['embedding'], want
+  )
