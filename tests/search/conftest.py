@@ -1,15 +1,42 @@
-"""Fixtures for the search tests: the single-node OpenSearch.
+"""Fixtures for the search tests: the bundled corpus index, OpenSearch.
 
+`wiki_index`/`wiki_engine`: the bundled 2Wiki corpus indexed once per test
+session (tantivy, default build config, as `index.build` writes it).
 Tests marked `opensearch` use the node that `launch/opensearch.sh start`
 runs (`launch/run_tests.sh` starts it before pytest and stops it after).
 """
 
 import json
 import os
+import pathlib
 import urllib.error
 import urllib.request
 
 import pytest
+
+from search_agent.corpus.sources import CorpusSpec
+from search_agent.search.engine import SearchEngine
+from search_agent.search.tantivy_backend import tantivy_engine
+from search_agent.search.tantivy_build import build_tantivy_index
+
+
+@pytest.fixture(scope='session')
+def wiki_index(tmp_path_factory) -> pathlib.Path:
+  """The bundled 2Wiki corpus (6,119 documents) as a tantivy index, built
+  once per session with index.build's builder and default config (~3 s)."""
+  path = tmp_path_factory.mktemp('bundled_2wiki') / 'index'
+  build_tantivy_index(CorpusSpec(), path)
+  return path
+
+
+@pytest.fixture(scope='session')
+def wiki_engine(wiki_index):
+  """A SearchEngine over `wiki_index` with the default engine config and
+  guard; shared by the whole session, so tests must not close or mutate
+  it (wrap its backend in a new SearchEngine to change settings)."""
+  engine: SearchEngine = tantivy_engine(wiki_index)
+  yield engine
+  engine.close()
 
 
 @pytest.fixture(scope='session')

@@ -6,25 +6,9 @@ import httpx
 import pytest
 
 from search_agent.agent.trajectory import ToolCall
-from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import client
 from search_agent.search import service
-from search_agent.search import tantivy_index
 from search_agent.search import tools
-from search_agent.search.tantivy_backend import tantivy_engine
-from search_agent.search.tantivy_build import build_tantivy_index
-
-
-@pytest.fixture(scope='module')
-def engine(tmp_path_factory):
-  """The bundled 2Wiki corpus, indexed once per session (~3 s) with
-  index.build's builder; test modules share it by path."""
-  path = tmp_path_factory.getbasetemp() / 'bundled_2wiki_index'
-  if not (path / tantivy_index.CONFIG_FILE).is_file():
-    build_tantivy_index(CorpusSpec(), path)
-  e = tantivy_engine(path)
-  yield e
-  e.close()
 
 
 def _http(engine, limits=service.ServiceLimits()):
@@ -34,11 +18,11 @@ def _http(engine, limits=service.ServiceLimits()):
   )
 
 
-def test_http_and_local_clients_agree(engine):
+def test_http_and_local_clients_agree(wiki_engine):
   queries = ['Lothair II', 'x site:a.org site:b.org', '"Bishop of Elmham"']
 
   async def both():
-    local, http = client.LocalSearch(engine), _http(engine)
+    local, http = client.LocalSearch(wiki_engine), _http(wiki_engine)
     try:
       return (
           await local.search(queries, 5),
@@ -58,7 +42,7 @@ def test_http_and_local_clients_agree(engine):
   assert local_docs[0].title == 'Teutberga' and local_docs[1] is None
 
 
-def test_toolbox_gives_the_same_observations_over_http(engine):
+def test_toolbox_gives_the_same_observations_over_http(wiki_engine):
   calls = [
       ToolCall(name='search', arguments={'query': ['Lothair II', 'Waldrada']}),
       ToolCall(
@@ -71,18 +55,18 @@ def test_toolbox_gives_the_same_observations_over_http(engine):
     return [(await box.execute(c)) for c in calls]
 
   async def remote():
-    http = _http(engine)
+    http = _http(wiki_engine)
     try:
       return await observations(http)
     finally:
       await http.aclose()
 
-  assert asyncio.run(observations(engine)) == asyncio.run(remote())
+  assert asyncio.run(observations(wiki_engine)) == asyncio.run(remote())
 
 
-def test_service_failures_raise_search_service_error(engine):
+def test_service_failures_raise_search_service_error(wiki_engine):
   async def over_limit():
-    http = _http(engine, service.ServiceLimits(max_queries=1))
+    http = _http(wiki_engine, service.ServiceLimits(max_queries=1))
     try:
       await http.search(['a', 'b'], 3)
     finally:
@@ -119,8 +103,8 @@ class _Flaky(httpx.AsyncBaseTransport):
     return await self._app.handle_async_request(request)
 
 
-def test_transient_failures_are_retried_with_backoff(engine):
-  app = service.create_app(engine, service.ServiceLimits())
+def test_transient_failures_are_retried_with_backoff(wiki_engine):
+  app = service.create_app(wiki_engine, service.ServiceLimits())
 
   def search(failures):
     transport = _Flaky(app, failures)

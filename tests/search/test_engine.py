@@ -5,7 +5,6 @@ import dataclasses
 
 import pytest
 
-from search_agent.corpus import sources
 from search_agent.corpus.record import Document
 from search_agent.search import backend
 from search_agent.search import engine as engine_lib
@@ -14,18 +13,6 @@ from search_agent.search import tantivy_index
 from search_agent.search.parser import parse_query
 from search_agent.search.parser import QueryError
 from search_agent.search.tantivy_backend import tantivy_engine
-
-
-@pytest.fixture(scope='module')
-def wiki_engine(tmp_path_factory):
-  """The bundled 2Wiki corpus, indexed once for this module (~1 s)."""
-  path = tmp_path_factory.mktemp('wiki') / 'index'
-  docs, _ = sources.read_corpus(sources.CorpusSpec())
-  with tantivy_index.IndexWriter(path, backend.IndexBuildConfig()) as w:
-    w.add_all(docs)
-  e = tantivy_engine(path)
-  yield e
-  e.close()
 
 
 def test_hits_are_fused_views_with_snippets(wiki_engine):

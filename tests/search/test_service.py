@@ -12,33 +12,17 @@ from hypothesis import strategies as st
 import opensearchpy
 import pytest
 
-from search_agent.corpus.sources import CorpusSpec
 from search_agent.corpus.twowiki import read_2wiki
 from search_agent.search import es_backend
 from search_agent.search import service
-from search_agent.search import tantivy_index
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.es_backend import build_es_index
-from search_agent.search.tantivy_backend import tantivy_engine
-from search_agent.search.tantivy_build import build_tantivy_index
 from tpu_configs.search import serve as serve_config
 
 BUILD = IndexBuildConfig()
 LIMITS = service.ServiceLimits(
     max_body_bytes=4096, max_queries=4, max_k=20, max_doc_ids=3
 )
-
-
-@pytest.fixture(scope='module')
-def engine(tmp_path_factory):
-  """The bundled 2Wiki corpus, indexed once per session (~3 s) with
-  index.build's builder; test modules share it by path."""
-  path = tmp_path_factory.getbasetemp() / 'bundled_2wiki_index'
-  if not (path / tantivy_index.CONFIG_FILE).is_file():
-    build_tantivy_index(CorpusSpec(), path)
-  e = tantivy_engine(path)
-  yield e
-  e.close()
 
 
 def _requests(app, *requests):
@@ -58,8 +42,8 @@ def _requests(app, *requests):
   return asyncio.run(go())
 
 
-def test_search_and_documents_answer_like_the_engine(engine):
-  app = service.create_app(engine, LIMITS)
+def test_search_and_documents_answer_like_the_engine(wiki_engine):
+  app = service.create_app(wiki_engine, LIMITS)
   health, found, docs = _requests(
       app,
       ('GET', '/health', None),
@@ -69,7 +53,7 @@ def test_search_and_documents_answer_like_the_engine(engine):
   assert health.json() == {'status': 'ok', 'num_documents': 6119}
   assert found.status_code == 200
   ok, bad = found.json()['results']
-  expected = engine.search(['Lothair II'], 3)[0]
+  expected = wiki_engine.search(['Lothair II'], 3)[0]
   assert [h['doc_id'] for h in ok['hits']] == [h.doc_id for h in expected]
   assert ok['hits'][0]['snippet'] == expected[0].snippet
   assert ok['error'] is None
@@ -97,15 +81,17 @@ def test_search_and_documents_answer_like_the_engine(engine):
         ('/documents', {}, 400, 'list of strings'),
     ],
 )
-def test_bad_input_is_a_4xx_with_a_message(engine, path, body, status, message):
-  app = service.create_app(engine, LIMITS)
+def test_bad_input_is_a_4xx_with_a_message(
+    wiki_engine, path, body, status, message
+):
+  app = service.create_app(wiki_engine, LIMITS)
   (resp,) = _requests(app, ('POST', path, body))
   assert resp.status_code == status
   assert message in resp.json()['error']
 
 
-def test_unknown_routes_and_methods_are_4xx(engine):
-  app = service.create_app(engine, LIMITS)
+def test_unknown_routes_and_methods_are_4xx(wiki_engine):
+  app = service.create_app(wiki_engine, LIMITS)
   missing, wrong = _requests(
       app, ('GET', '/nope', None), ('GET', '/search', None)
   )
@@ -115,9 +101,9 @@ def test_unknown_routes_and_methods_are_4xx(engine):
 class _Probe:
   """The real engine, slowed down, counting searches in flight."""
 
-  def __init__(self, engine, delay_s):
-    self._engine, self._delay_s = engine, delay_s
-    self.config = engine.config
+  def __init__(self, wiki_engine, delay_s):
+    self._engine, self._delay_s = wiki_engine, delay_s
+    self.config = wiki_engine.config
     self.in_flight = self.peak = 0
     self._lock = threading.Lock()
 
@@ -133,8 +119,8 @@ class _Probe:
         self.in_flight -= 1
 
 
-def test_batches_are_answered_concurrently(engine):
-  probe = _Probe(engine, delay_s=0.2)
+def test_batches_are_answered_concurrently(wiki_engine):
+  probe = _Probe(wiki_engine, delay_s=0.2)
   app = service.create_app(probe, service.ServiceLimits(threads=8))
   body = {'queries': ['Lothair II'], 'k': 2}
   start = time.perf_counter()
@@ -147,7 +133,9 @@ def test_batches_are_answered_concurrently(engine):
 
 
 @pytest.mark.opensearch
-def test_service_over_opensearch_answers_like_tantivy(opensearch_url, engine):
+def test_service_over_opensearch_answers_like_tantivy(
+    opensearch_url, wiki_engine
+):
   c = serve_config.get_config()
   c.backend = 'opensearch'
   c.opensearch.cluster.hosts = (opensearch_url,)
@@ -172,7 +160,8 @@ def test_service_over_opensearch_answers_like_tantivy(opensearch_url, engine):
   assert health.json()['num_documents'] == 300
   ok, bad = found.json()['results']
   assert (
-      ok['hits'][0]['doc_id'] == engine.search(['Lothair II'], 1)[0][0].doc_id
+      ok['hits'][0]['doc_id']
+      == wiki_engine.search(['Lothair II'], 1)[0][0].doc_id
   )
   assert 'Teutberga' in ok['hits'][0]['snippet']
   assert 'unbalanced' in bad['error']
@@ -197,8 +186,8 @@ _BODIES = st.one_of(
 
 @hypothesis.settings(max_examples=60, deadline=None)
 @hypothesis.given(path=st.sampled_from(['/search', '/documents']), body=_BODIES)
-def test_no_input_causes_a_5xx(engine, path, body):
-  app = service.create_app(engine, LIMITS)
+def test_no_input_causes_a_5xx(wiki_engine, path, body):
+  app = service.create_app(wiki_engine, LIMITS)
   if not isinstance(body, bytes):
     body = json.dumps(body).encode()
   (resp,) = _requests(app, ('POST', path, body))

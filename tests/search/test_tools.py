@@ -10,38 +10,22 @@ from hypothesis import strategies as st
 import pytest
 
 from search_agent.agent.trajectory import ToolCall
-from search_agent.corpus.sources import CorpusSpec
 from search_agent.llm.scripted import ScriptedLLM
 from search_agent.search import reranker
-from search_agent.search import tantivy_index
 from search_agent.search import tools
 from search_agent.search.guard import GuardConfig
 from search_agent.search.guard import LeakageGuard
 from search_agent.search.pages import PageConfig
-from search_agent.search.tantivy_backend import tantivy_engine
-from search_agent.search.tantivy_build import build_tantivy_index
 
 ALL = ('search', 'visit', 'open', 'find')
-
-
-@pytest.fixture(scope='module')
-def engine(tmp_path_factory):
-  """The bundled 2Wiki corpus, indexed once per session (~3 s) with
-  index.build's builder; test modules share it by path."""
-  path = tmp_path_factory.getbasetemp() / 'bundled_2wiki_index'
-  if not (path / tantivy_index.CONFIG_FILE).is_file():
-    build_tantivy_index(CorpusSpec(), path)
-  e = tantivy_engine(path)
-  yield e
-  e.close()
 
 
 def _run(toolbox, name, **arguments):
   return asyncio.run(toolbox.execute(ToolCall(name=name, arguments=arguments)))
 
 
-def test_search_gives_ranked_results_with_stable_ref_ids(engine):
-  box = tools.Toolbox(engine, config=tools.ToolboxConfig(top_k=3))
+def test_search_gives_ranked_results_with_stable_ref_ids(wiki_engine):
+  box = tools.Toolbox(wiki_engine, config=tools.ToolboxConfig(top_k=3))
   first = _run(box, 'search', query=['wife of Lothair II', 'Teutberga'])
   assert first.error is None
   q1, q2 = first.data['queries']
@@ -60,8 +44,8 @@ def test_search_gives_ranked_results_with_stable_ref_ids(engine):
   assert again.data['queries'][0]['results'][0]['ref_id'] == 'r1'
 
 
-def test_malformed_queries_are_error_observations(engine):
-  box = tools.Toolbox(engine)
+def test_malformed_queries_are_error_observations(wiki_engine):
+  box = tools.Toolbox(wiki_engine)
   mixed = _run(box, 'search', query=['Teutberga', 'site:a.org site:b.org x'])
   assert mixed.error is None  # one query answered
   assert mixed.data['queries'][1]['error'].count('site:') >= 1
@@ -78,8 +62,8 @@ def test_malformed_queries_are_error_observations(engine):
     assert msg in result.error and result.text.startswith('Error:')
 
 
-def test_visit_extracts_evidence_without_a_summarizer(engine):
-  box = tools.Toolbox(engine, config=tools.ToolboxConfig(top_k=2))
+def test_visit_extracts_evidence_without_a_summarizer(wiki_engine):
+  box = tools.Toolbox(wiki_engine, config=tools.ToolboxConfig(top_k=2))
   _run(box, 'search', query=['Lothair II'])
   result = _run(box, 'visit', ref_id=['r1', 'r7'], goal='whom did he marry')
   assert result.error is None
@@ -92,13 +76,13 @@ def test_visit_extracts_evidence_without_a_summarizer(engine):
   assert 'unknown ref_id' in only_bad.error
 
 
-def test_visit_reads_pages_concurrently_with_a_summarizer(engine):
+def test_visit_reads_pages_concurrently_with_a_summarizer(wiki_engine):
   def reply(messages):
     title = re.search(r'Page title: (.*)', messages[0]['content']).group(1)
     return f'<evidence>from {title}</evidence><summary>about {title}</summary>'
 
   llm = ScriptedLLM(reply, delay_s=0.3)
-  box = tools.Toolbox(engine, summarizer=llm)
+  box = tools.Toolbox(wiki_engine, summarizer=llm)
   found = _run(box, 'search', query=['Lothair II'])
   refs = [r['ref_id'] for r in found.data['queries'][0]['results'][:4]]
   start = time.perf_counter()
@@ -111,9 +95,9 @@ def test_visit_reads_pages_concurrently_with_a_summarizer(engine):
   assert 'Summary:\nabout Lothair II' in result.text
 
 
-def test_open_pages_and_find_within_opened_documents(engine):
+def test_open_pages_and_find_within_opened_documents(wiki_engine):
   config = tools.ToolboxConfig(tools=ALL, pages=PageConfig(page_lines=2))
-  box = tools.Toolbox(engine, config=config)
+  box = tools.Toolbox(wiki_engine, config=config)
   _run(box, 'search', query=['Lothair II'])
   early = _run(box, 'find', ref_id='r1', pattern='Teutberga')
   assert 'call open(ref_id="r1") first' in early.error
@@ -131,10 +115,10 @@ def test_open_pages_and_find_within_opened_documents(engine):
   assert _run(box, 'open', ref_id='r99').error.startswith('unknown ref_id')
 
 
-def test_guard_blocks_visit_and_open_of_a_blocked_url(engine):
+def test_guard_blocks_visit_and_open_of_a_blocked_url(wiki_engine):
   guard = LeakageGuard(GuardConfig(blocked_patterns=('en.wikipedia.org/wiki',)))
   box = tools.Toolbox(
-      engine, config=tools.ToolboxConfig(tools=ALL), guard=guard
+      wiki_engine, config=tools.ToolboxConfig(tools=ALL), guard=guard
   )
   found = _run(box, 'search', query=['Lothair II'])
   assert found.data['queries'][0]['results'] == []  # all on en.wikipedia.org
@@ -145,8 +129,8 @@ def test_guard_blocks_visit_and_open_of_a_blocked_url(engine):
   assert 'blocked' in _run(box, 'open', ref_id='r1').error
 
 
-def test_calls_naming_a_blocked_url_are_refused(engine):
-  box = tools.Toolbox(engine)
+def test_calls_naming_a_blocked_url_are_refused(wiki_engine):
+  box = tools.Toolbox(wiki_engine)
   result = _run(
       box, 'search', query=['answers huggingface.co/datasets/x/bc', 'ok']
   )
@@ -155,22 +139,22 @@ def test_calls_naming_a_blocked_url_are_refused(engine):
   assert _run(box, 'search', query=['hugging face datasets']).error is None
 
 
-def test_reranker_reorders_results_and_is_recorded(engine):
+def test_reranker_reorders_results_and_is_recorded(wiki_engine):
   llm = ScriptedLLM(['2, 1'])
   config = tools.ToolboxConfig(
       top_k=2, rerank=reranker.RerankConfig(enabled=True, max_candidates=3)
   )
   box = tools.Toolbox(
-      engine, config=config, reranker_llm=llm, context='Who was Waldrada?'
+      wiki_engine, config=config, reranker_llm=llm, context='Who was Waldrada?'
   )
-  plain = engine.search(['Lothair II'], 3)[0]
+  plain = wiki_engine.search(['Lothair II'], 3)[0]
   result = _run(box, 'search', query=['Lothair II'])
   (q,) = result.data['queries']
   assert [r['url'] for r in q['results']] == [plain[1].url, plain[0].url]
   assert q['rerank']['order'] == [1, 0, 2]
   assert 'Who was Waldrada?' in llm.calls[0][0]['content']
   with pytest.raises(ValueError, match='reranker_llm'):
-    tools.Toolbox(engine, config=config)
+    tools.Toolbox(wiki_engine, config=config)
   manifest = box.manifest()
   assert [s['function']['name'] for s in manifest['schemas']] == [
       'search', 'visit'
@@ -202,9 +186,11 @@ _ARGS = st.one_of(
 @hypothesis.settings(max_examples=80, deadline=None)
 @hypothesis.given(name=st.sampled_from(ALL + ('browse', '')), arguments=_ARGS)
 def test_any_call_gives_an_observation_never_an_exception(
-    engine, name, arguments
+    wiki_engine, name, arguments
 ):
-  box = tools.Toolbox(engine, config=tools.ToolboxConfig(tools=ALL, top_k=2))
+  box = tools.Toolbox(
+      wiki_engine, config=tools.ToolboxConfig(tools=ALL, top_k=2)
+  )
   _run(box, 'search', query=['Lothair II'])
   call = ToolCall(name=name, arguments=arguments)
   result = asyncio.run(box.execute(call))
