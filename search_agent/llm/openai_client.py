@@ -2,7 +2,8 @@
 
 Speaks `POST {base_url}/chat/completions` over httpx with a per-request
 timeout, bounded concurrency, and retries with exponential backoff on
-transport errors, timeouts, HTTP 408/409/429/5xx and malformed replies. Every
+transport errors, timeouts, undecodable bodies, HTTP 408/409/429/5xx and
+malformed replies. Every
 other failure raises `LLMError` with the status and the start of the body.
 
 When the server returns them, completions carry token ids (vLLM's
@@ -218,8 +219,8 @@ class OpenAIClient:
       resp = await client.post('/chat/completions', json=body)
     except httpx.TimeoutException as e:
       raise _Retryable(f'timeout ({type(e).__name__})') from e
-    except httpx.TransportError as e:
-      raise _Retryable(f'transport error {type(e).__name__}: {e}') from e
+    except httpx.RequestError as e:  # transport, decoding, redirects
+      raise _Retryable(f'request error {type(e).__name__}: {e}') from e
     if resp.status_code in _RETRY_STATUS:
       raise _Retryable(
           f'HTTP {resp.status_code}: {resp.text[:300]}',

@@ -6,6 +6,7 @@ import importlib.util
 import pathlib
 import time
 
+import httpx
 import pytest
 
 from search_agent.llm import openai_client
@@ -205,3 +206,25 @@ def test_retry_after_header_is_honoured():
   assert c.text == 'ok' and time.monotonic() - start >= 0.3
   assert client._backoff(1, None) < 0.02  # pylint: disable=protected-access
   assert client._backoff(1, 60.0) == 5.0  # capped by max_backoff_s
+
+
+def test_undecodable_body_is_retried_then_an_llm_error():
+  """httpx errors beyond transport ones (here DecodingError) are LLMErrors."""
+  seen = []
+
+  def handler(request):
+    seen.append(request)
+    return httpx.Response(
+        200, headers={'content-encoding': 'gzip'}, content=b'not gzip'
+    )
+
+  config = openai_client.OpenAIConfig(
+      base_url='http://judge.invalid/v1', model='m', max_retries=1,
+      backoff_s=0.01,
+  )  # fmt: skip
+  client = openai_client.OpenAIClient(
+      config, transport=httpx.MockTransport(handler)
+  )
+  with pytest.raises(protocol.LLMError, match='2 attempts.*DecodingError'):
+    _chat(client)
+  assert len(seen) == 2
