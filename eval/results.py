@@ -69,7 +69,11 @@ def write_trajectory(
 def read_trajectories(
     path: str | os.PathLike[str], tasks: Mapping[str, task_lib.Task]
 ) -> Iterator[trajectory.Trajectory]:
-  """Reads (and decrypts in memory) trajectories of known tasks."""
+  """Reads (and decrypts in memory) trajectories of known tasks.
+
+  Lines of other tasks (e.g. an earlier eval in the workdir with a larger
+  `dataset.limit`) are skipped: their canary is not at hand.
+  """
   if not os.path.exists(path):
     return
   with open(path, encoding='utf-8') as f:
@@ -78,6 +82,8 @@ def read_trajectories(
         continue
       try:
         obj = json.loads(line)
+        if obj['task_id'] not in tasks:
+          continue
         if 'encrypted' in obj:
           canary = secret(tasks[obj['task_id']])
           obj = json.loads(

@@ -91,3 +91,17 @@ def test_redacted_records_keep_error_names_not_messages():
   plain = task_lib.Task(id='t', question='Q?', answer='Paris')
   rec = results.record(plain, crash, grade, 'd')
   assert rec['judge_error'] == error and 'bad query' in rec['run_error']
+
+
+def test_trajectories_of_tasks_not_in_this_eval_are_skipped(tmp_path):
+  """A resumed eval with a smaller dataset.limit reads only its own tasks."""
+  tasks = [
+      task_lib.Task(id=f't{i}', question='Q?', answer='A', meta={'canary': c})
+      for i, c in enumerate(('c0', 'c1'))
+  ]
+  path = tmp_path / 'traj.jsonl'
+  for task in tasks:
+    crash = runner.failed(task, f'{task.id}#0', RuntimeError('down'), 0.1)
+    results.write_trajectory(path, crash, task)
+  [only] = results.latest_trajectories(path, {'t0': tasks[0]})
+  assert only.id == 't0#0' and only.status == 'failed'
