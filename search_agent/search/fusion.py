@@ -2,8 +2,9 @@
 
   RRF(d) = sum over views v of  w_v / (k + r_v(d))
 
-with r_v(d) the 1-based rank of d in view v's list (after passage → parent
-mapping and deduplication) and no contribution from a list that lacks d.
+with r_v(d) the 1-based rank of d in view v's list after passage → parent
+mapping and deduplication (repeats are dropped here too, so ['a', 'a', 'b']
+ranks b 2nd), and no contribution from a list that lacks d.
 The seed uses k = 5 and weights 1.0 (doc), 0.75 (passage), 0.75 (title).
 
 Ties in the fused score are broken deterministically: first by the best
@@ -25,7 +26,8 @@ def weighted_rrf(
 
   Args:
     rankings: `{view: [doc_id, ...]}`, each best first. A doc_id repeated
-      within one list counts at its first (best) rank only.
+      within one list is removed after its first occurrence before ranks
+      are counted (the seed's "duplicates removed preserving order").
     weights: `{view: weight}`; every view in `rankings` must have one.
     k: The rank constant (> -1, so that rank 1 never divides by zero).
 
@@ -50,11 +52,8 @@ def weighted_rrf(
     w = float(weights[view])
     if w < 0:
       raise ValueError(f'fusion weight for view {view!r} is negative: {w}')
-    seen = set()
-    for rank, doc_id in enumerate(ranked, start=1):
-      if doc_id in seen:
-        continue
-      seen.add(doc_id)
+    # Ranks count distinct doc_ids: repeats go first, order kept.
+    for rank, doc_id in enumerate(dict.fromkeys(ranked), start=1):
       scores[doc_id] = scores.get(doc_id, 0.0) + w / (k + rank)
       best_rank[doc_id] = min(best_rank.get(doc_id, rank), rank)
   order = sorted(scores, key=lambda d: (-scores[d], best_rank[d], d))

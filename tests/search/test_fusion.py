@@ -52,6 +52,15 @@ def test_duplicate_in_one_list_counts_once_at_best_rank():
   assert got['b'] == pytest.approx(1 / 7)
 
 
+def test_ranks_are_counted_after_duplicates_are_removed():
+  # Passage hits a1, a2 (parent a), b1 (parent b) map to [a, a, b]; with
+  # duplicates removed, preserving order, b is rank 2, not 3:
+  # a: 0.75/(5+1) = 0.125, b: 0.75/(5+2) = 0.1071429.
+  got = dict(fusion.weighted_rrf({'passage': ['a', 'a', 'b']}, W))
+  assert got['a'] == pytest.approx(0.75 / 6)
+  assert got['b'] == pytest.approx(0.75 / 7)
+
+
 def test_k_and_weights_are_parameters():
   got = dict(fusion.weighted_rrf({'doc': ['a']}, {'doc': 2.0}, k=60))
   assert got['a'] == pytest.approx(2 / 61)
