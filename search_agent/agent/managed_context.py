@@ -8,9 +8,10 @@ policy functions of `context.py` (exact rewrites documented there):
   * `sliding_window`: older tool observations become omission markers; applied
     at every call (open-recipe.md, SFT and RL).
   * `discard_all` (iris.md's default): when the prompt reaches
-    `Budgets.compress_at * context_limit`, the context becomes system prompt,
-    question and one reset note carrying the steps left and the running notes
-    of the *whole* history (tool calls and visible text since the start, so
+    `Budgets.compress_at * context_limit` or would leave less than
+    `min_output_tokens` (whichever comes first), the context becomes system
+    prompt, question and one reset note carrying the steps left and the
+    running notes of the *whole* history (tool calls and visible text since the start, so
     notes survive repeated resets); later turns follow it.
   * `summary`: as discard-all, with an LLM summary of the current view
     (prompt `context_summary.md`) as the note. A failed, truncated or empty
@@ -115,7 +116,8 @@ class ManagedContext:
     compressing = self.config.policy in ('discard_all', 'summary')
     # Something to drop: turns after the question and after the last reset.
     news = len(self.history) > max(self._start, 2)
-    if compressing and n >= self.budgets.compress_tokens and news:
+    full = n >= self.budgets.compress_tokens or not self.budgets.fits(n)
+    if compressing and full and news:
       self._prefix = list(await self._reset(step - 1, steps_left))
       self._start = len(self.history)
       note = self._prefix[-1].content

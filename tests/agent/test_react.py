@@ -209,6 +209,21 @@ def test_discard_all_resets_to_question_and_notes():
   assert len([m for m in traj.messages if m.role == 'tool']) == 5
 
 
+def test_discard_all_compresses_when_the_output_room_runs_out_first():
+  """compress_at=1.0: the limit minus min_output_tokens comes first."""
+  config = react.AgentConfig(
+      budgets=budgets.Budgets(
+          context_limit=400, min_output_tokens=100, compress_at=1.0
+      ),
+      context=managed_context.ContextConfig(policy='discard_all'),
+  )
+  llm = scripted.ScriptedLLM([call(f'q{i}') for i in range(5)] + [ANSWER])
+  traj = run(llm, config, EchoToolbox(250))
+  assert traj.status == 'answered' and traj.budgets_hit == ()
+  events = traj.meta['context']['events']
+  assert events and all(e['tokens_before'] > 300 for e in events)
+
+
 def test_sliding_window_hides_old_observations():
   llm = scripted.ScriptedLLM([call(f'q{i}') for i in range(3)] + [ANSWER])
   traj = run(llm, _cm('sliding_window', limit=100_000, keep_observations=1))
