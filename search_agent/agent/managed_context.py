@@ -11,8 +11,8 @@ policy functions of `context.py` (exact rewrites documented there):
     `Budgets.compress_at * context_limit` or would leave less than
     `min_output_tokens` (whichever comes first), the context becomes system
     prompt, question and one reset note carrying the steps left and the
-    running notes of the *whole* history (tool calls and visible text since the start, so
-    notes survive repeated resets); later turns follow it.
+    running notes of the *whole* history (tool calls and visible text since
+    the start, so notes survive repeated resets); later turns follow it.
   * `summary`: as discard-all, with an LLM summary of the current view
     (prompt `context_summary.md`) as the note. A failed, truncated or empty
     summary raises `ContextSummaryError`: the run fails, it never continues
