@@ -13,10 +13,10 @@ Files in the workdir:
     Records of encrypted benchmarks hold no question, reference, prediction
     or judge text (`redacted: true`), only numbers and labels; their
     `judge_error` and `run_error` keep only the exception names (a judge
-    reply or a server's error body can quote the question or the answer). Every record
-    carries `leaked_urls`: the leakage guard's post-hoc check of its tool
-    traffic (iris.md: blocked benchmark pages, even URLs the model wrote
-    from memory).
+    reply or a server's error body can quote the question or the answer).
+    Every record carries `leaked_urls`: the leakage guard's post-hoc check
+    of its tool traffic (iris.md: blocked benchmark pages, even URLs the
+    model wrote from memory).
 """
 
 import collections
