@@ -52,8 +52,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.schedule = ml_collections.ConfigDict(
       dict(
           kind='warmup_cosine',
-          peak=1e-3 if tiny else 5e-5,
-          minimum=1e-5 if tiny else 1e-6,
+          peak=2e-2 if tiny else 5e-5,
+          minimum=1e-3 if tiny else 1e-6,
           warmup_steps=2 if tiny else 51,
           total_steps=20 if tiny else 507,
       )
