@@ -140,6 +140,17 @@ def tool_schemas(names=TOOL_NAMES) -> list[dict[str, Any]]:
   return [copy.deepcopy(_SCHEMAS[n]) for n in names]
 
 
+def _check_text(key: str, value: str) -> None:
+  """Refuses strings that are not Unicode text (JSON can carry "\\ud800")."""
+  try:
+    value.encode('utf-8')
+  except UnicodeEncodeError as e:
+    raise ToolArgumentError(
+        f'{key!r} holds an unpaired UTF-16 surrogate'
+        f' ({value[e.start : e.end]!r}); write plain text'
+    ) from e
+
+
 def _string_list(args, key, max_items, max_chars) -> tuple[str, ...]:
   value = args[key]
   if isinstance(value, str):
@@ -162,6 +173,7 @@ def _string_list(args, key, max_items, max_chars) -> tuple[str, ...]:
           f'an item of {key!r} is {len(v)} characters long, over the limit'
           f' of {max_chars}'
       )
+    _check_text(key, v)
   return tuple(value)
 
 
@@ -176,6 +188,7 @@ def _string(args, key, max_chars) -> str:
         f'{key!r} is {len(value)} characters long, over the limit of'
         f' {max_chars}'
     )
+  _check_text(key, value)
   return value.strip()
 
 

@@ -98,6 +98,15 @@ def _string_list(obj, key: str, limit: int) -> list[str]:
     raise _BadRequest(
         413, f'"{key}" has {len(value)} items, over the limit of {limit}'
     )
+  for v in value:
+    try:
+      v.encode('utf-8')
+    except UnicodeEncodeError as e:  # JSON "\ud800": no Unicode text
+      raise _BadRequest(
+          400,
+          f'an item of "{key}" holds an unpaired UTF-16 surrogate'
+          f' ({v[e.start : e.end]!r}); send valid Unicode text',
+      ) from e
   return value
 
 

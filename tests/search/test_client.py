@@ -64,6 +64,26 @@ def test_toolbox_gives_the_same_observations_over_http(wiki_engine):
   assert asyncio.run(observations(wiki_engine)) == asyncio.run(remote())
 
 
+def test_agent_text_that_is_not_unicode_is_an_error_observation(wiki_engine):
+  # A model's JSON tool call can carry "\ud800"; over HTTP the service
+  # refuses it (400), which the toolbox raised as a service failure.
+  calls = [
+      ToolCall(name='search', arguments={'query': ['Lothair \ud800']}),
+      ToolCall(name='visit', arguments={'ref_id': ['r1'], 'goal': '\udfff'}),
+  ]
+
+  async def run():
+    http = _http(wiki_engine)
+    try:
+      box = tools.Toolbox(http)
+      return [await box.execute(c) for c in calls]
+    finally:
+      await http.aclose()
+
+  for result in asyncio.run(run()):
+    assert 'unpaired UTF-16 surrogate' in result.error, result.text
+
+
 def test_service_failures_raise_search_service_error(wiki_engine):
   async def over_limit():
     http = _http(wiki_engine, service.ServiceLimits(max_queries=1))

@@ -59,6 +59,9 @@ def test_valid_arguments_are_normalized():
         ('open', {'ref_id': 'r1', 'cursor': True}, 'page number'),
         ('open', {'ref_id': 3}, 'non-empty string'),
         ('find', {'ref_id': 'r1', 'pattern': 'p' * 201}, 'over the limit'),
+        ('search', {'query': ['ok', 'a \ud800']}, 'unpaired UTF-16'),
+        ('visit', {'ref_id': ['r1'], 'goal': 'x\udfff'}, 'unpaired UTF-16'),
+        ('find', {'ref_id': 'r1', 'pattern': '\ud83d'}, 'unpaired UTF-16'),
     ],
 )
 def test_bad_arguments_raise_a_clear_error(name, args, message):

@@ -90,6 +90,23 @@ def test_bad_input_is_a_4xx_with_a_message(
   assert message in resp.json()['error']
 
 
+@pytest.mark.parametrize(
+    'path, body',
+    [
+        ('/search', b'{"queries": ["Lothair \\ud800"], "k": 3}'),
+        ('/search', b'{"queries": ["ok", "site:\\udfff.org x"], "k": 3}'),
+        ('/documents', b'{"doc_ids": ["\\ud800"]}'),
+    ],
+)
+def test_unpaired_surrogates_are_400_not_500(wiki_engine, path, body):
+  # Valid JSON, but not Unicode text: echoing the query back (or looking
+  # the doc_id up in tantivy) used to fail with a 500.
+  app = service.create_app(wiki_engine, LIMITS)
+  (resp,) = _requests(app, ('POST', path, body))
+  assert resp.status_code == 400, resp.text
+  assert 'unpaired UTF-16 surrogate' in resp.json()['error']
+
+
 def test_unknown_routes_and_methods_are_4xx(wiki_engine):
   app = service.create_app(wiki_engine, LIMITS)
   missing, wrong = _requests(
@@ -173,13 +190,17 @@ _JSON = st.recursive(
     | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
+# st.text() never draws surrogates; JSON can carry them ("\ud800").
+_TEXT = st.text(max_size=40) | st.text(
+    st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=6
+)
 _BODIES = st.one_of(
     _JSON,
     st.fixed_dictionaries(
-        {'queries': st.lists(st.text(max_size=40), max_size=5)},
+        {'queries': st.lists(_TEXT, max_size=5)},
         optional={'k': st.integers(-5, 200) | _JSON},
     ),
-    st.fixed_dictionaries({'doc_ids': st.lists(st.text(max_size=20))}),
+    st.fixed_dictionaries({'doc_ids': st.lists(_TEXT)}),
     st.binary(max_size=64),
 )
 
