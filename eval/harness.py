@@ -143,6 +143,9 @@ def _runner(config, policy, toolbox_factory, tool_schemas):
   system_text = system.render(tools=react.tool_text(tool_schemas))
   agent = react.ReActAgent(policy, config.agent, counter=counter(config))
   prompts = {config.system_prompt: system.sha256}
+  if config.agent.context.policy == 'summary':
+    summary = prompt_lib.load(config.agent.context.summary_prompt)
+    prompts[summary.name] = summary.sha256
   if config.mode == 'mas':
     mas = mas_lib.MultiAgentSystem(
         agent, config.mas, tool_text=react.tool_text(tool_schemas)

@@ -15,6 +15,7 @@ from search_agent.agent import react
 from search_agent.agent import task as task_lib
 from search_agent.llm import protocol
 from search_agent.llm import registry
+from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import client as client_lib
 from search_agent.search import reranker as reranker_lib
 from search_agent.search import tools as tools_lib
@@ -116,8 +117,14 @@ def toolbox_factory(
         context=task.question,
     )
 
+  prompts = []  # the prompts the toolbox sends to the auxiliary LLM
+  if aux is not None and 'visit' in config.tools:
+    prompts.append(config.visit.prompt)
+  if search['rerank']:
+    prompts.append(config.rerank.prompt)
   make.manifest = {
       **dataclasses.asdict(config),
+      'prompt_sha256': {p: prompt_lib.load(p).sha256 for p in prompts},
       'backend': 'tantivy' if engine else 'http',
       'index_dir': search['index_dir'],
       'url': search['url'],

@@ -8,6 +8,8 @@ import pytest
 from eval import harness
 from eval import settings
 from search_agent.agent import budgets
+from search_agent.agent import managed_context
+from search_agent.llm.prompts import prompt as prompt_lib
 
 
 @pytest.fixture(scope='module')
@@ -75,3 +77,34 @@ def test_rerank_needs_an_auxiliary_llm(tiny_index):
   with pytest.raises(settings.EvalSetupError, match='auxiliary LLM'):
     with settings.toolbox_factory(search, None):
       pass
+
+
+def test_manifest_hashes_every_prompt_in_use(config_module, tiny_index):
+  """Summary CM and the auxiliary LLM's visit/rerank prompts are hashed too."""
+  c = config_module.get_config('tiny')
+  config = settings.eval_config(c)
+  config = dataclasses.replace(
+      config,
+      agent=dataclasses.replace(
+          config.agent,
+          context=managed_context.ContextConfig(policy='summary'),
+      ),
+  )
+  policy, _ = settings.llm(c.policy)
+  _, prompts = harness._runner(  # pylint: disable=protected-access
+      config, policy, None, []
+  )
+  assert prompts == {
+      'agent_system.md': prompt_lib.load('agent_system.md').sha256,
+      'context_summary.md': prompt_lib.load('context_summary.md').sha256,
+  }
+  search = {'index_dir': str(tiny_index), 'url': '',
+            'tools': ('search', 'visit'), 'top_k': 3, 'rerank': True}  # fmt: skip
+  with settings.toolbox_factory(search, policy) as factory:
+    assert factory.manifest['prompt_sha256'] == {
+        'visit_summary.txt': prompt_lib.load('visit_summary.txt').sha256,
+        'rerank.txt': prompt_lib.load('rerank.txt').sha256,
+    }
+  search.update(rerank=False)
+  with settings.toolbox_factory(search, None) as factory:
+    assert factory.manifest['prompt_sha256'] == {}  # extractive visit
