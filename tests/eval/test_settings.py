@@ -98,8 +98,8 @@ def test_manifest_hashes_every_prompt_in_use(config_module, tiny_index):
       'agent_system.md': prompt_lib.load('agent_system.md').sha256,
       'context_summary.md': prompt_lib.load('context_summary.md').sha256,
   }
-  search = {'index_dir': str(tiny_index), 'url': '',
-            'tools': ('search', 'visit'), 'top_k': 3, 'rerank': True}  # fmt: skip
+  search = {'index_dir': str(tiny_index), 'url': '', 'top_k': 3,
+            'tools': ('search', 'visit'), 'rerank': True}  # fmt: skip
   with settings.toolbox_factory(search, policy) as factory:
     assert factory.manifest['prompt_sha256'] == {
         'visit_summary.txt': prompt_lib.load('visit_summary.txt').sha256,
