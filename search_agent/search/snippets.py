@@ -6,7 +6,10 @@ windows that contain an exact quoted phrase (case- and punctuation-
 insensitive word match) rank first. Within the best window the excerpt of
 at most 48 words with the best score is kept and then, where the budget
 allows, grown to whole sentences (the sentences around the matches, then
-the next, then the previous). A document with no match yields its lead.
+the next, then the previous); when no run of whole sentences within budget
+holds as many quoted phrases as the window (a phrase across a sentence
+end), the best budget-word span is kept instead. A document with no match
+yields its lead.
 
 Windows are only evaluated where they start at a match or end at one (a
 window elsewhere cannot score higher), so cost is linear in the matches.
@@ -292,6 +295,11 @@ def make_snippet(
   first = bisect.bisect_right(ends, w_lo)
   last = bisect.bisect_left(ends, w_hi)
   lo, hi = max(_candidates(scorer, sentences, first, last, budget), key=key)
+  # Phrases first: a phrase no run of whole sentences within budget holds
+  # (one spanning a sentence end) is kept by cutting sentences.
+  cut = scorer.best_span(w_lo, w_hi, budget)
+  if scorer.score(*cut)[0] > scorer.score(lo, hi)[0]:
+    lo, hi = cut
   return _join(doc, lo, hi)
 
 

@@ -44,6 +44,19 @@ def test_quoted_phrase_window_ranks_first():
   assert quoted == 'Some say zebra runs are rare.'
 
 
+def test_phrase_across_a_sentence_end_is_kept_over_whole_sentences():
+  # "poet. He" (words 5-6) spans sentences [0,6) and [6,13): together 13
+  # words, over the 8-word budget, so no run of whole sentences holds the
+  # phrase. Best 10-word window: [0,10) (ties [3,13), earliest wins); best
+  # 8-word span in it holding the phrase: [0,8) (ties [2,10), earliest).
+  text = 'Salem wrote verse and was poet. He was born in Bembla in 1824.'
+  got = snippets.make_snippet(text, [], ['poet He'], A, config=SMALL)
+  assert got == 'Salem wrote verse and was poet. He was'
+  # Without the phrase (keywords only), whole sentences win.
+  got = snippets.make_snippet(text, ['poet'], [], A, config=SMALL)
+  assert got == 'Salem wrote verse and was poet.'
+
+
 def test_long_sentence_is_cut_to_budget_around_match():
   text = 'one two three four five six seven eight nine ten eleven twelve'
   got = snippets.make_snippet(text, ['eleven'], [], A, config=SMALL)
