@@ -58,15 +58,19 @@ def bm25_windows(
 
   def windows(text: str, goal: str, n: int) -> list[str]:
     words = text.split()  # the word positions best_windows counts
-    spans: list[list[int]] = []
+    spans: list[tuple[int, int]] = []
     for w in snippets.best_windows(text, goal, analyzer, top_n=n):
       lo, hi = max(0, w.start - pad_words), min(len(words), w.end + pad_words)
-      for span in spans:
-        if lo < span[1] and span[0] < hi:
-          span[0], span[1] = min(lo, span[0]), max(hi, span[1])
-          break
-      else:
-        spans.append([lo, hi])
+      touched = [i for i, (a, b) in enumerate(spans) if lo < b and a < hi]
+      if not touched:
+        spans.append((lo, hi))
+        continue
+      # Merged into the best span it touches, with every other it touches
+      # (a window between two spans joins both: no words shown twice).
+      lo = min([lo] + [spans[i][0] for i in touched])
+      hi = max([hi] + [spans[i][1] for i in touched])
+      spans[touched[0]] = (lo, hi)
+      spans = [s for i, s in enumerate(spans) if i not in touched[1:]]
     return [' '.join(words[lo:hi]) for lo, hi in spans]
 
   return windows

@@ -41,6 +41,19 @@ def test_long_page_gives_non_overlapping_windows(docs):
   assert goal in reading.evidence
 
 
+def test_a_window_between_two_others_merges_them_all():
+  # best_windows for "zebra": [39,103) (3 hits at 100-102), [173,237)
+  # (hits 235, 236), [107,171) (hit 170). Padded by 32: [7,135),
+  # [141,269), [75,203): the third touches both, so all three become one
+  # span [7,269) (262 words); merging it into the first only showed words
+  # 141-202 twice.
+  words = [f'w{i}' for i in range(500)]
+  for i in (100, 101, 102, 235, 236, 170):
+    words[i] = 'zebra'
+  windows = visit.bm25_windows()(' '.join(words), 'zebra', 3)
+  assert windows == [' '.join(words[7:269])]
+
+
 def test_llm_reading_uses_the_prompt_and_parses_blocks(docs):
   doc = docs['Teutberga']
   llm = ScriptedLLM(
