@@ -17,6 +17,8 @@ the largest `max_tokens` asked; each completion is then cut at its own
 produced, since each token depends only on the tokens before it. One seed
 per batch (the first request's). Generation runs in a worker thread, one
 batch at a time, so the event loop keeps serving tool calls meanwhile. A
+caller cancelled mid-batch (an aborted rollout) gets nothing; the others in
+its batch still get their samples. A
 prompt longer than the sampler's `max_prompt_len` raises ContextLengthError.
 """
 
@@ -154,11 +156,13 @@ class SamplerLLM:
             f'{self.name}: generation failed: {type(e).__name__}: {e}'
         )
         for r in batch:
-          r.future.set_exception(err)
+          if not r.future.done():  # a cancelled caller needs no reply
+            r.future.set_exception(err)
         continue
       self.batches.append(len(batch))
       for r, s in zip(batch, samples):
-        r.future.set_result(s)
+        if not r.future.done():
+          r.future.set_result(s)
 
   def _completion(
       self, prompt: tuple[int, ...], sample: Any, max_tokens: int

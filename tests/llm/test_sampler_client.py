@@ -9,6 +9,7 @@ rendering of the trajectory, token for token and mask for mask.
 import asyncio
 import dataclasses
 import json
+import time
 
 import pytest
 
@@ -206,3 +207,30 @@ def test_prompt_longer_than_the_sampler_is_a_context_length_error(tok):
   msgs = [{'role': 'user', 'content': 'a much longer prompt than five tokens'}]
   with pytest.raises(protocol.ContextLengthError, match='max_prompt_len 5'):
     asyncio.run(llm.chat(msgs, protocol.SamplingParams()))
+
+
+def test_a_cancelled_chat_does_not_stall_its_batch(tok):
+  """An aborted caller's reply is dropped; the rest of the batch is served."""
+
+  class Slow(ScriptSampler):
+
+    def generate(self, prompts, **kw):
+      time.sleep(0.2)
+      return super().generate(prompts, **kw)
+
+  sampler = Slow(tok, ['first', 'second', 'third'])
+  llm = sampler_client.SamplerLLM(sampler, chat_prompts.RendererPrompts(tok))
+  msgs = [{'role': 'user', 'content': 'go'}]
+
+  async def go():
+    params = protocol.SamplingParams()
+    aborted = asyncio.create_task(llm.chat(msgs, params))
+    kept = asyncio.create_task(llm.chat(msgs, params))
+    await asyncio.sleep(0.05)  # both are in the batch being generated
+    aborted.cancel()
+    [c] = await asyncio.wait_for(kept, timeout=5)
+    [after] = await asyncio.wait_for(llm.chat(msgs, params), timeout=5)
+    return c.text, after.text
+
+  assert asyncio.run(go()) == ('second', 'third')
+  assert llm.batches == [2, 1]
