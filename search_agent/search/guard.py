@@ -11,6 +11,7 @@ URLs the model wrote from memory.
 """
 
 import dataclasses
+import posixpath
 import re
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 import urllib.parse
@@ -55,33 +56,37 @@ class LeakageGuard:
   def __init__(self, config: GuardConfig = GuardConfig()):
     self.config = config
     self._rules = [_split_pattern(p) for p in config.blocked_patterns]
-    alternatives = [
-        re.escape(host) + re.escape(path) + r'(?![\w-])'
-        for host, path in self._rules
-    ]
+    hosts = sorted({re.escape(host) for host, _ in self._rules})
+    # Candidates: a blocked host (or a subdomain), then any port and path;
+    # `is_blocked` decides on each.
     self._text_re = (
         re.compile(
             r'(?:https?://)?(?<![\w.-])(?:[\w-]+\.)*(?:'
-            + '|'.join(alternatives)
-            + r')[^\s"\'<>)\]}]*',
+            + '|'.join(hosts)
+            + r')(?![\w-])\.?(?::\d+)?(?:[/\\][^\s"\'<>)\]}]*)?',
             re.I,
         )
-        if alternatives
+        if hosts
         else None
     )
 
   def is_blocked(self, url: str) -> bool:
-    """Whether `url` matches a blocked pattern."""
-    if not re.match(r'^[a-z][a-z0-9+.-]*://', url.strip(), re.I):
-      url = 'https://' + url.strip()
+    """Whether `url` matches a blocked pattern.
+
+    The URL is read as a browser would: percent-escapes decoded,
+    backslashes as slashes, `.`/`..` path segments resolved.
+    """
+    url = urllib.parse.unquote(url.strip()).replace('\\', '/')
+    if not re.match(r'^[a-z][a-z0-9+.-]*://', url, re.I):
+      url = 'https://' + url
     host = sites.url_host(url)
     if host.startswith('www.'):
       host = host[4:]
     try:
-      path = urllib.parse.urlsplit(url.strip()).path.lower()
+      path = urllib.parse.urlsplit(url).path.lower()
     except ValueError:
       path = ''
-    path = '/' + path.strip('/')
+    path = '/' + posixpath.normpath('/' + path).strip('/')
     for rule_host, rule_path in self._rules:
       if host == rule_host or host.endswith('.' + rule_host):
         if (

@@ -17,10 +17,19 @@ G = guard.LeakageGuard()
         'huggingface.co/spaces/x/y?tab=files#top',
         'https://hf.co/datasets/x',
         'https://cdn.huggingface.co/datasets/x',
+        # Spellings a browser reads as the same page:
+        'https://huggingface.co/%64atasets/openai/browsecomp',
+        'https://huggingface.co/datasets%2Fopenai',
+        'https://huggingface.co\\datasets\\x',
+        'https://huggingface.co/./datasets/x',
+        'https://huggingface.co/models/../datasets/x',
+        'https://huggingface.co.:443/datasets/x',
     ],
 )
 def test_blocked(url):
   assert G.is_blocked(url)
+  # ... and the post-hoc scan finds it in free text.
+  assert G.find_in_text(f'see {url} for the answer') == [url]
 
 
 @pytest.mark.parametrize(
@@ -31,6 +40,8 @@ def test_blocked(url):
         'https://nothuggingface.co/datasets/x',
         'https://en.wikipedia.org/wiki/Hugging_Face',
         'https://example.com/?u=huggingface.co/datasets',
+        'https://huggingface.co.uk/datasets/x',
+        'https://huggingface.com/datasets/x',
         '',
     ],
 )
