@@ -106,9 +106,14 @@ class MultiAgentSystem:
       system_prompt: str,
       toolbox_factory: Callable[[], react.Toolbox],
   ) -> trajectory.Trajectory:
-    """Runs the searchers concurrently, then the verifier."""
-    searches = await asyncio.gather(
-        *(
+    """Runs the searchers concurrently, then the verifier.
+
+    If a searcher raises, the others are cancelled before the error
+    propagates (the runner records the question as failed), so no searcher
+    keeps running outside the runner's concurrency bound.
+    """
+    runs = [
+        asyncio.create_task(
             self._searcher(i).run(
                 traj_id=f'{traj_id}/searcher{i}',
                 task_id=task_id,
@@ -117,9 +122,16 @@ class MultiAgentSystem:
                 toolbox=toolbox_factory(),
                 meta={'mas_role': f'searcher{i}'},
             )
-            for i in range(self.config.searchers)
         )
-    )
+        for i in range(self.config.searchers)
+    ]
+    try:
+      searches = await asyncio.gather(*runs)
+    except BaseException:
+      for job in runs:
+        job.cancel()
+      await asyncio.gather(*runs, return_exceptions=True)
+      raise
     attempts = '\n\n'.join(
         format_attempt(i, t, self.config.attempt_max_chars)
         for i, t in enumerate(searches)

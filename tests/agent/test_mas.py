@@ -4,10 +4,13 @@ import asyncio
 import dataclasses
 import json
 
+import pytest
+
 from search_agent.agent import budgets
 from search_agent.agent import mas
 from search_agent.agent import react
 from search_agent.agent import trajectory
+from search_agent.llm import protocol
 from search_agent.llm import scripted
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import schemas
@@ -120,3 +123,38 @@ def test_attempt_text_is_capped_from_the_end():
   )
   assert text.startswith('...') and len(text) == 43
   assert text.endswith(f'Proposed answer: {searcher["final_answer"]}')
+
+
+def test_a_crashed_searcher_cancels_the_other():
+  """The MAS fails as a whole; no searcher keeps calling the LLM after it."""
+  state = {'calls': 0}
+
+  def respond(messages):
+    state['calls'] += 1
+    if state['calls'] == 1:
+      raise protocol.LLMError('endpoint down')
+    return search('more')
+
+  llm = scripted.ScriptedLLM(respond, delay_s=0.01)
+  config = react.AgentConfig(budgets=budgets.Budgets(max_steps=100))
+  system = mas.MultiAgentSystem(
+      react.ReActAgent(llm, config),
+      mas.MASConfig(),
+      tool_text=react.tool_text(Toolbox().schemas()),
+  )
+
+  async def go():
+    with pytest.raises(protocol.LLMError, match='endpoint down'):
+      await system.run(
+          traj_id='t#0',
+          task_id='t',
+          question='Q?',
+          system_prompt='SEARCHER',
+          toolbox_factory=Toolbox,
+      )
+    at_failure = len(llm.calls)
+    await asyncio.sleep(0.1)
+    return at_failure, len(llm.calls)
+
+  at_failure, later = asyncio.run(go())
+  assert later == at_failure < 10
