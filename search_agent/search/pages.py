@@ -117,18 +117,28 @@ def get_page(lines: tuple[str, ...], cursor: int, page_lines: int) -> Page:
   )
 
 
+# 'İ'.lower() is two characters (i + combining dot), which shifted every
+# later offset; it is the only character whose lowercase changes length.
+_DOTTED_I = str.maketrans({'\u0130': 'i'})
+
+
+def _lower(text: str) -> str:
+  """Lowercase with one character per character (offsets stay valid)."""
+  return text.translate(_DOTTED_I).lower()
+
+
 def find_matches(
     lines: tuple[str, ...], pattern: str, page_lines: int
 ) -> list[Match]:
   """All case-insensitive matches of `pattern`, in document order."""
-  needle = ' '.join(pattern.split()).lower()
+  needle = _lower(' '.join(pattern.split()))
   if not needle:
     return []
   starts, pos = [], 0
   for line in lines:
     starts.append(pos)
     pos += len(line) + 1
-  haystack = ' '.join(lines).lower()
+  haystack = _lower(' '.join(lines))
   matches, at = [], haystack.find(needle)
   while at >= 0:
     line_no = bisect.bisect_right(starts, at) - 1

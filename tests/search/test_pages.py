@@ -67,3 +67,12 @@ def test_find_reports_line_page_and_column():
   )
   assert 'first 2 shown' in out and out.count('\nL') == 2
   assert 'No matches' in pages.format_matches('r1', 'omega', [], 5)
+
+
+def test_find_offsets_survive_a_dotted_capital_i():
+  # 'İ'.lower() is 2 characters: offsets after it drifted, so 'ta' (line 0,
+  # column 7) was reported on line 1 with the wrong text.
+  lines = ('İİİİİİ ta', 'xyz')
+  (m,) = pages.find_matches(lines, 'ta', page_lines=10)
+  assert (m.line, m.column, m.text) == (0, 7, 'İİİİİİ ta')
+  assert pages.find_matches(('İstanbul',), 'istanbul', 10)[0].column == 0
