@@ -8,6 +8,9 @@ HF transformers when torch is installed, else the NumPy port of HF Mixtral).
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -88,3 +91,28 @@ def test_bad_checkpoints(tmp_path, fixture_dir):
   with pytest.raises(hf_import.HFImportError, match='safetensors'):
     hf_import.convert(str(tmp_path), str(tmp_path / 'o'), base)
   del fixture_dir
+
+
+def test_reference_script_pulse(tmp_path, repo_root, fixture_dir):
+  env = dict(os.environ, JAX_PLATFORMS='cpu')
+  proc = subprocess.run(
+      [
+          sys.executable,
+          '-m',
+          'search_agent.model.tools.make_hf_reference',
+          f'--fixture_dir={tmp_path}',
+      ],
+      cwd=repo_root,
+      env=env,
+      capture_output=True,
+      text=True,
+      timeout=300,
+  )
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  for name in ('tokens.npy', 'logits.npy'):
+    np.testing.assert_array_equal(
+        np.load(tmp_path / name), np.load(fixture_dir / name)
+    )
+  assert json.loads((tmp_path / 'config.json').read_text()) == json.loads(
+      (fixture_dir / 'config.json').read_text()
+  )
