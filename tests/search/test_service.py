@@ -118,9 +118,9 @@ def test_unknown_routes_and_methods_are_4xx(wiki_engine):
 class _Probe:
   """The real engine, slowed down, counting searches in flight."""
 
-  def __init__(self, wiki_engine, delay_s):
-    self._engine, self._delay_s = wiki_engine, delay_s
-    self.config = wiki_engine.config
+  def __init__(self, engine, delay_s):
+    self._engine, self._delay_s = engine, delay_s
+    self.config = engine.config
     self.in_flight = self.peak = 0
     self._lock = threading.Lock()
 
