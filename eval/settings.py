@@ -46,6 +46,8 @@ def eval_config(c: Any) -> harness.EvalConfig:
       top_p=a['top_p'],
       seed=a['seed'],
   )
+  if _dict(c.policy).get('kind') == 'sampler':
+    _check_sampler_limits(agent.budgets, _dict(c.sampler))
   return harness.EvalConfig(
       dataset=datasets.DatasetConfig(**_dict(c.dataset)),
       mode=c.mode,
@@ -57,6 +59,27 @@ def eval_config(c: Any) -> harness.EvalConfig:
       tokenizer=c.tokenizer,
       regrade=c.regrade,
   )
+
+
+def _check_sampler_limits(b: budgets.Budgets, sampler: Mapping[str, Any]):
+  """The agent's limits must be the in-process sampler's real ones.
+
+  Otherwise the sampler's own caps end calls first: the manifest would
+  report limits that never applied, and context management, triggered by
+  `agent.context_limit`, would never fire before the sampler's prompt cap.
+  """
+  window = sampler['max_prompt_len'] + sampler['max_new_tokens']
+  if (
+      b.context_limit > window
+      or b.max_output_tokens > sampler['max_new_tokens']
+  ):
+    raise EvalSetupError(
+        f'policy.kind=sampler: agent.context_limit ({b.context_limit}) must'
+        f' be <= sampler.max_prompt_len + sampler.max_new_tokens ({window})'
+        f' and agent.max_output_tokens ({b.max_output_tokens}) <='
+        f' sampler.max_new_tokens ({sampler["max_new_tokens"]}); lower the'
+        ' agent limits or raise the sampler ones'
+    )
 
 
 def llm(

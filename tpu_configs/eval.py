@@ -55,7 +55,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.mode = 'single'  # 'single' or 'mas'
   # The policy LLM (registry kinds: openai, scripted, sampler).
   c.policy = dict(kind='openai', name='', openai=_openai(), script=())
-  # policy.kind='sampler': the in-process model (eval/in_process.py).
+  # policy.kind='sampler': the in-process model (eval/in_process.py); the
+  # agent limits must fit it: agent.context_limit <= max_prompt_len +
+  # max_new_tokens, agent.max_output_tokens <= max_new_tokens.
   c.sampler = dict(
       preset='tiny',  # search_agent/model/families.py
       layout='fsdp',

@@ -108,3 +108,17 @@ def test_manifest_hashes_every_prompt_in_use(config_module, tiny_index):
   search.update(rerank=False)
   with settings.toolbox_factory(search, None) as factory:
     assert factory.manifest['prompt_sha256'] == {}  # extractive visit
+
+
+def test_sampler_policy_needs_agent_limits_within_the_sampler(config_module):
+  """Limits the sampler would cut first are refused, not misreported."""
+  c = config_module.get_config('tiny')
+  c.policy.kind = 'sampler'
+  with pytest.raises(settings.EvalSetupError, match='agent.context_limit'):
+    settings.eval_config(c)  # context 32,768 > 4,096 + 1,024
+  c.agent.context_limit = 5_120
+  c.agent.max_output_tokens = 2_048
+  with pytest.raises(settings.EvalSetupError, match='max_new_tokens \\(1024'):
+    settings.eval_config(c)
+  c.agent.max_output_tokens = 1_024
+  assert settings.eval_config(c).agent.budgets.context_limit == 5_120
