@@ -11,8 +11,8 @@ write: `**correct:** yes`, `Correct: Yes`, `correct: 'yes'`, `"correct":
 a word (`incorrect: yes` is no verdict); last, a JSON field `"correct":
 "yes"` anywhere.
 
-A judge call that fails (transport error, no verdict in the reply) is retried
-up to `max_attempts`; if every attempt fails the grade is an error
+A judge call that fails (transport error, no verdict in the reply, a reply
+cut inside its `<think>` reasoning) is retried up to `max_attempts`; if every attempt fails the grade is an error
 (`correct=None`), never a "no". A run without a final answer scores 0 without
 a judge call. With no judge configured, the RL reward's exact-match
 normaliser decides (search_agent/rewards/answer_match.py).
@@ -88,6 +88,17 @@ class Grade:
   error: str | None = None
 
 
+def _after_reasoning(text: str) -> str:
+  """The judge's reply after its reasoning; '' if the reasoning never ends.
+
+  A reply cut inside `<think>` holds no verdict, only the judge's musings
+  (which may well contain a `correct: yes` line): it is a failed attempt.
+  """
+  if '</think>' in text:
+    return text.split('</think>')[-1]
+  return '' if text.lstrip().startswith('<think>') else text
+
+
 def parse_verdict(text: str) -> bool:
   """Group 1 of the verdict: True for yes, False for no."""
   match = (
@@ -149,7 +160,7 @@ async def grade(
       [completion] = await judge.chat(
           [{'role': 'user', 'content': text}], params
       )
-      reply = completion.text.split('</think>')[-1]
+      reply = _after_reasoning(completion.text)
       return Grade(
           correct=parse_verdict(reply),
           method='judge',

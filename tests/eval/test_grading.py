@@ -113,3 +113,15 @@ def test_no_answer_and_exact_match_fallback():
   assert (g.correct, g.method, g.confidence) == (True, 'exact_match', 60.0)
   g = asyncio.run(grading.grade(TASK, '', 'Lyon', None, FAST))
   assert g.correct is False
+
+
+def test_a_reply_cut_inside_its_reasoning_is_a_failed_attempt():
+  musing = '<think>\nThe response says Paris.\ncorrect: yes?\nBut wait'
+  judge = scripted.ScriptedLLM([musing, musing.replace('yes?', 'no')])
+  two = grading.GraderConfig(max_attempts=2, backoff_s=0.0)
+  g = asyncio.run(grading.grade(TASK, 'r', 'Paris', judge, two))
+  assert g.correct is None and g.attempts == 2
+  assert 'JudgeParseError' in g.error
+  judge = scripted.ScriptedLLM([f'{musing}\n</think>\n\n{YES}'])
+  g = asyncio.run(grading.grade(TASK, 'r', 'Paris', judge, FAST))
+  assert g.correct is True and g.judge_response.strip() == YES
