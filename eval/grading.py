@@ -12,10 +12,11 @@ a word (`incorrect: yes` is no verdict); last, a JSON field `"correct":
 "yes"` anywhere.
 
 A judge call that fails (transport error, no verdict in the reply, a reply
-cut inside its `<think>` reasoning) is retried up to `max_attempts`; if every attempt fails the grade is an error
-(`correct=None`), never a "no". A run without a final answer scores 0 without
-a judge call. With no judge configured, the RL reward's exact-match
-normaliser decides (search_agent/rewards/answer_match.py).
+cut inside its `<think>` reasoning) is retried up to `max_attempts`; if every
+attempt fails the grade is an error (`correct=None`), never a "no". A run
+without a final answer scores 0 without a judge call. With no judge
+configured, the RL reward's exact-match normaliser decides
+(search_agent/rewards/answer_match.py).
 """
 
 import asyncio
