@@ -7,7 +7,8 @@ Files in the workdir:
     in the BrowseComp scheme: no benchmark plaintext reaches the disk (the
     status is a label, kept in the clear so that a resumed eval finds failed
     runs without decrypting). A failed run is retried by the next eval in the
-    same workdir; the later line for an id supersedes the earlier one.
+    same workdir; the later line for an id supersedes the earlier one. A
+    line cut short by a kill mid-append is passed over and its run redone.
   * `results.jsonl`: one record per graded trajectory; a later line for the
     same trajectory (a judge error re-graded) supersedes an earlier one.
     Records of encrypted benchmarks hold no question, reference, prediction
@@ -48,6 +49,7 @@ def write_trajectory(
 ) -> None:
   """Appends a trajectory, encrypted when its task is encrypted."""
   canary = secret(task)
+  _end_torn_line(path)
   if not canary:
     trajectory.append_jsonl(path, traj)
     return
@@ -66,6 +68,34 @@ def write_trajectory(
     os.fsync(f.fileno())
 
 
+def _end_torn_line(path: str | os.PathLike[str]) -> None:
+  """Ends a line cut by a kill mid-append, so the next one stands alone."""
+  if not os.path.exists(path) or os.path.getsize(path) == 0:
+    return
+  with open(path, 'rb+') as f:
+    f.seek(-1, os.SEEK_END)
+    if f.read(1) != b'\n':
+      f.write(b'\n')
+
+
+def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+  """(line number, object) of each line; torn lines are passed over.
+
+  A line that is not JSON is an append cut short by a kill: its run is not
+  in `finished_ids`, so it runs again (or its record is missing, so it is
+  graded again) and the new line supersedes it.
+  """
+  if not os.path.exists(path):
+    return
+  with open(path, encoding='utf-8', errors='replace') as f:
+    for line_no, line in enumerate(f, 1):
+      if line.strip():
+        try:
+          yield line_no, json.loads(line)
+        except json.JSONDecodeError:
+          continue
+
+
 def read_trajectories(
     path: str | os.PathLike[str], tasks: Mapping[str, task_lib.Task]
 ) -> Iterator[trajectory.Trajectory]:
@@ -74,26 +104,20 @@ def read_trajectories(
   Lines of other tasks (e.g. an earlier eval in the workdir with a larger
   `dataset.limit`) are skipped: their canary is not at hand.
   """
-  if not os.path.exists(path):
-    return
-  with open(path, encoding='utf-8') as f:
-    for line_no, line in enumerate(f, 1):
-      if not line.strip():
+  for line_no, obj in _json_lines(path):
+    try:
+      if obj['task_id'] not in tasks:
         continue
-      try:
-        obj = json.loads(line)
-        if obj['task_id'] not in tasks:
-          continue
-        if 'encrypted' in obj:
-          canary = secret(tasks[obj['task_id']])
-          obj = json.loads(
-              decryption.browsecomp_decrypt(obj['encrypted'], canary)
-          )
-        yield trajectory.Trajectory.from_json(obj)
-      except (json.JSONDecodeError, KeyError, ValueError) as e:
-        raise trajectory.TrajectoryFormatError(
-            f'{path}:{line_no}: {type(e).__name__}: {e}'
-        ) from e
+      if 'encrypted' in obj:
+        canary = secret(tasks[obj['task_id']])
+        obj = json.loads(
+            decryption.browsecomp_decrypt(obj['encrypted'], canary)
+        )
+      yield trajectory.Trajectory.from_json(obj)
+    except (KeyError, TypeError, ValueError) as e:
+      raise trajectory.TrajectoryFormatError(
+          f'{path}:{line_no}: {type(e).__name__}: {e}'
+      ) from e
 
 
 def finished_ids(path: str | os.PathLike[str]) -> set[str]:
@@ -102,13 +126,9 @@ def finished_ids(path: str | os.PathLike[str]) -> set[str]:
   A failed run (crash, endpoint down) is run again by the next eval; its
   new line supersedes the old one.
   """
-  latest: dict[str, str] = {}
-  if os.path.exists(path):
-    with open(path, encoding='utf-8') as f:
-      for line in f:
-        if line.strip():
-          obj = json.loads(line)
-          latest[obj['id']] = obj.get('status', 'answered')
+  latest = {
+      obj['id']: obj.get('status', 'answered') for _, obj in _json_lines(path)
+  }
   return {i for i, status in latest.items() if status != 'failed'}
 
 
@@ -196,6 +216,7 @@ def record(
 
 
 def append_record(path: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:
+  _end_torn_line(path)
   with open(path, 'a', encoding='utf-8') as f:
     f.write(json.dumps(rec, ensure_ascii=False) + '\n')
     f.flush()
@@ -204,11 +225,4 @@ def append_record(path: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:
 
 def read_records(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
   """The latest record per trajectory id."""
-  latest: dict[str, dict[str, Any]] = {}
-  if os.path.exists(path):
-    with open(path, encoding='utf-8') as f:
-      for line in f:
-        if line.strip():
-          rec = json.loads(line)
-          latest[rec['traj_id']] = rec
-  return latest
+  return {rec['traj_id']: rec for _, rec in _json_lines(path)}

@@ -1,5 +1,7 @@
 """Result records: redaction, leakage check, the judged reply, encryption."""
 
+import dataclasses
+
 from eval import grading
 from eval import results
 from search_agent.agent import runner
@@ -105,3 +107,29 @@ def test_trajectories_of_tasks_not_in_this_eval_are_skipped(tmp_path):
     results.write_trajectory(path, crash, task)
   [only] = results.latest_trajectories(path, {'t0': tasks[0]})
   assert only.id == 't0#0' and only.status == 'failed'
+
+
+def test_a_line_torn_by_a_kill_is_redone_not_fatal(tmp_path):
+  """A kill mid-append leaves half a line; resuming runs and grades it again."""
+  task = task_lib.Task(
+      id='t', question='Q?', answer='Paris', meta={'canary': 'c4n4ry'}
+  )
+  path = tmp_path / 'traj.jsonl'
+  results.write_trajectory(path, _traj(), task)
+  other = dataclasses.replace(_traj(), id='t#1')
+  results.write_trajectory(path, other, task)
+  text = path.read_text()
+  path.write_text(text[: len(text) - 40])  # killed while writing 't#1'
+  assert results.finished_ids(path) == {'t#0'}  # 't#1' runs again
+  results.write_trajectory(path, other, task)  # the rerun
+  assert results.finished_ids(path) == {'t#0', 't#1'}
+  got = results.latest_trajectories(path, {'t': task})
+  assert sorted(t.id for t in got) == ['t#0', 't#1']
+
+  records = tmp_path / 'results.jsonl'
+  grade = grading.Grade(correct=True, method='judge')
+  results.append_record(records, results.record(task, _traj(), grade, 'd'))
+  records.write_text(records.read_text()[:-10])  # killed mid-append
+  assert results.read_records(records) == {}  # graded again
+  results.append_record(records, results.record(task, _traj(), grade, 'd'))
+  assert list(results.read_records(records)) == ['t#0']
