@@ -23,7 +23,7 @@ openai_server = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(openai_server)
 
 
-def _run(repo_root, workdir, index, *extra):
+def _run(repo_root, workdir, index, *extra, logs=None):
   out = subprocess.run(
       [sys.executable, '-m', 'eval.run',
        '--config=tpu_configs/eval.py:tiny', f'--workdir={workdir}',
@@ -31,6 +31,8 @@ def _run(repo_root, workdir, index, *extra):
       cwd=repo_root, capture_output=True, text=True, timeout=300, check=False,
   )  # fmt: skip
   assert out.returncode == 0, out.stderr[-3000:]
+  if logs is not None:
+    logs.append(out.stdout + out.stderr)
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -92,10 +94,11 @@ def test_encrypted_benchmark_leaves_no_plaintext(
 ):
   path = shared_data / 'benchmarks' / 'xbench-DeepSearch-2505.csv'
   work = tmp_path / 'xbench'
+  logs = []
   summary = _run(
       repo_root, work, tiny_index,
       '--config.dataset.name=xbench', '--config.dataset.format=xbench',
-      f'--config.dataset.path={path}', '--config.dataset.limit=2',
+      f'--config.dataset.path={path}', '--config.dataset.limit=2', logs=logs,
   )  # fmt: skip
   assert summary['questions'] == 2
   config = datasets.DatasetConfig(
@@ -103,6 +106,7 @@ def test_encrypted_benchmark_leaves_no_plaintext(
   )
   tasks = {t.id: t for t in datasets.load(config)}
   written = ''.join(p.read_text() for p in work.iterdir() if p.is_file())
+  written += logs[0]  # nor in what the binary prints
   for t in tasks.values():
     assert t.question not in written and t.answer not in written
     assert t.question[:12] not in written
