@@ -208,10 +208,19 @@ class LineError:
 
 
 def append_jsonl(path: str | os.PathLike[str], traj: Trajectory) -> None:
-  """Appends one trajectory as one line, flushed and fsynced."""
-  line = json.dumps(traj.to_json(), ensure_ascii=False)
-  with open(path, 'a', encoding='utf-8') as f:
-    f.write(line + '\n')
+  """Appends one trajectory as one line, flushed and fsynced.
+
+  If a killed writer left a torn last line (no trailing newline), the new
+  record starts on a fresh line, so only the torn line is unreadable (and
+  `iter_jsonl` reports it as a LineError).
+  """
+  line = json.dumps(traj.to_json(), ensure_ascii=False) + '\n'
+  with open(path, 'ab+') as f:
+    if f.seek(0, os.SEEK_END) > 0:
+      f.seek(-1, os.SEEK_END)
+      if f.read(1) != b'\n':
+        line = '\n' + line
+    f.write(line.encode('utf-8'))
     f.flush()
     os.fsync(f.fileno())
 
