@@ -13,59 +13,16 @@ import asyncio
 from absl import app
 from absl import flags
 from absl import logging
-import ml_collections
 from ml_collections import config_flags
 
-from search_agent.filtering import degeneration
 from search_agent.filtering import jobs
-from search_agent.filtering import pipeline
-from search_agent.filtering import turn_mask
-from search_agent.llm import protocol
-from search_agent.llm import registry
+from search_agent.filtering.settings import job_from_config
+from search_agent.filtering.settings import llm_from_config
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Filtering config file.', lock_config=True
 )
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
-
-
-def job_from_config(c: ml_collections.ConfigDict) -> jobs.FilterJob:
-  """ConfigDict -> FilterJob (frozen dataclasses from here on)."""
-  mask = turn_mask.TurnMaskConfig(
-      **{k: v for k, v in c.turn_mask.items() if k != 'enabled'}
-  )
-  return jobs.FilterJob(
-      mode=c.mode,
-      input_path=c.input_path,
-      input_format=c.input_format,
-      tasks_path=c.tasks_path,
-      known_tools=tuple(c.known_tools),
-      judge=c.judge,
-      pipeline=pipeline.PipelineConfig(
-          rollouts_per_task=c.rollouts_per_task,
-          judge_concurrency=c.judge_concurrency,
-          degeneration=degeneration.DegenerationConfig(**c.degeneration),
-          min_tool_turns=c.min_tool_turns,
-          dedup=c.dedup,
-          turn_mask=mask if c.turn_mask.enabled else None,
-      ),
-      examples_per_reason=c.examples_per_reason,
-      loop_periods=tuple(c.loop_periods),
-      loop_lengths=tuple(c.loop_lengths),
-      seed=c.seed,
-      rubric_samples=c.rubric_samples,
-      rubric_turn_mask=mask,
-  )
-
-
-def llm_from_config(c: ml_collections.ConfigDict) -> protocol.LLM | None:
-  """The judge LLM (search_agent.llm.registry), None when kind is ''."""
-  if not c.kind:
-    return None
-  section = c.to_dict()
-  if section['kind'] != 'scripted':
-    section.pop('script')
-  return registry.build(registry.from_dict(section))
 
 
 def main(argv):

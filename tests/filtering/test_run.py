@@ -11,7 +11,7 @@ import pytest
 
 from search_agent.agent import trajectory as T
 from search_agent.filtering import jobs
-from search_agent.filtering import run as run_lib
+from search_agent.filtering import settings as run_lib
 from search_agent.llm import scripted
 from tpu_configs import filtering as filtering_config
 

@@ -8,7 +8,6 @@ import uuid
 import opensearchpy
 import pytest
 
-from index import build as index_build
 from search_agent.corpus import twowiki
 from search_agent.corpus.manifest import BuildManifest
 from search_agent.corpus.passages import split_passages
@@ -16,6 +15,7 @@ from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import es_backend
 from search_agent.search import es_client
 from search_agent.search.backend import BackendError
+from search_agent.search.builder import build_index
 from search_agent.search.engine import SearchEngine
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
@@ -75,7 +75,9 @@ def test_build_from_wikipedia_dump_keeps_its_links(tmp_path, shared_data):
 
 
 @pytest.mark.opensearch
-def test_build_binary_pulse_into_opensearch(tmp_path, repo_root, opensearch_url):
+def test_build_binary_pulse_into_opensearch(
+    tmp_path, repo_root, opensearch_url
+):
   prefix = f'test-index-build-{uuid.uuid4().hex[:8]}'
   args = [
       sys.executable, '-m', 'index.build',
@@ -117,4 +119,4 @@ def test_build_rejects_an_unknown_backend(tmp_path):
   config = build_config.get_config('tiny')
   config.backend = 'solr'
   with pytest.raises(ValueError, match="backend must be one of.*'solr'"):
-    index_build.build(config, tmp_path / 'index')
+    build_index(config, tmp_path / 'index')
