@@ -1,0 +1,79 @@
+"""The layering WORKSPACE.md promises, checked on the import graph."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+LIB = REPO / 'search_agent'
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+  """Fully qualified module names a file imports (absolute imports only)."""
+  names = set()
+  for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    if isinstance(node, ast.Import):
+      names.update(a.name for a in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      names.add(node.module)
+  return names
+
+
+def _files(*roots: str) -> list[pathlib.Path]:
+  return [p for r in roots for p in sorted((REPO / r).rglob('*.py'))]
+
+
+def _offenders(files, banned_prefixes) -> list[str]:
+  out = []
+  for f in files:
+    for name in _imports(f):
+      if any(name == b or name.startswith(b + '.') for b in banned_prefixes):
+        out.append(f'{f.relative_to(REPO)} imports {name}')
+  return out
+
+
+def test_only_the_model_package_imports_maxtext():
+  files = [
+      f
+      for f in _files('search_agent', 'index', 'eval', 'launch', 'tpu_configs')
+      if LIB / 'model' not in f.parents
+  ]
+  assert not _offenders(files, ['maxtext'])
+
+
+def test_the_model_knows_nothing_of_tools_or_chat():
+  banned = [f'search_agent.{p}' for p in ('agent', 'search', 'llm', 'eval')]
+  assert not _offenders(_files('search_agent/model'), banned)
+
+
+def test_lower_layers_never_import_the_trainer():
+  files = _files(
+      'search_agent/corpus',
+      'search_agent/search',
+      'search_agent/llm',
+      'search_agent/agent',
+  )
+  assert not _offenders(files, ['search_agent.train'])
+
+
+@pytest.mark.parametrize(
+    'module', ['search_agent.search.service', 'search_agent.search.tools']
+)
+def test_the_search_service_runs_without_jax(module):
+  code = (
+      f'import sys, {module}; '
+      "bad = sorted(m for m in ('jax', 'flax', 'optax', 'maxtext') "
+      'if m in sys.modules); print(bad); sys.exit(1 if bad else 0)'
+  )
+  out = subprocess.run(
+      [sys.executable, '-c', code],
+      cwd=REPO,
+      capture_output=True,
+      text=True,
+      timeout=120,
+      check=False,
+  )
+  assert out.returncode == 0, out.stdout + out.stderr[-2000:]
