@@ -244,23 +244,11 @@ def import_chatml_file(
   silently. Repeated ids get a '-<n>' suffix so ids stay unique in the file.
   """
   trajs, errors, seen = [], [], {}
-  with open(path, 'rb') as f:  # decoded per line: one bad byte, one error
-    for line_no, raw in enumerate(f, 1):
-      if not raw.strip():
-        continue
-      try:
-        traj = import_chatml_line(json.loads(raw.decode('utf-8')))
-      except (
-          UnicodeDecodeError,
-          json.JSONDecodeError,
-          trajectory.TrajectoryFormatError,
-      ) as e:
-        reason = f'{type(e).__name__}: {e}'
-        errors.append(trajectory.LineError(str(path), line_no, reason))
-        continue
-      n = seen.get(traj.id, 0)
-      seen[traj.id] = n + 1
-      if n:
-        traj = dataclasses.replace(traj, id=f'{traj.id}-{n}')
-      trajs.append(traj)
+  for _, item in trajectory.parse_json_lines(path, import_chatml_line):
+    if isinstance(item, trajectory.LineError):
+      errors.append(item)
+      continue
+    n = seen.get(item.id, 0)
+    seen[item.id] = n + 1
+    trajs.append(dataclasses.replace(item, id=f'{item.id}-{n}') if n else item)
   return trajs, errors

@@ -7,9 +7,10 @@ reads this format; importers convert other formats into it.
 import dataclasses
 import json
 import os
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 SCHEMA_VERSION = 1
+T = TypeVar('T')
 ROLES = ('system', 'user', 'assistant', 'tool')
 STATUSES = ('answered', 'max_steps', 'context_limit', 'max_tokens', 'failed')
 
@@ -225,18 +226,37 @@ def append_jsonl(path: str | os.PathLike[str], traj: Trajectory) -> None:
     os.fsync(f.fileno())
 
 
+def parse_json_lines(
+    path: str | os.PathLike[str], parse: Callable[[Any], T]
+) -> Iterator[tuple[int, T | LineError]]:
+  """Yields (line number, parse(object)) or (line number, LineError).
+
+  Lines are decoded one by one, so an invalid byte, a torn line or a record
+  `parse` rejects (TrajectoryFormatError) costs only that line. Blank lines
+  are skipped.
+  """
+  with open(path, 'rb') as f:
+    for line_no, raw in enumerate(f, 1):
+      if not raw.strip():
+        continue
+      try:
+        yield line_no, parse(json.loads(raw.decode('utf-8')))
+      except (
+          UnicodeDecodeError,
+          json.JSONDecodeError,
+          TrajectoryFormatError,
+      ) as e:
+        yield line_no, LineError(str(path), line_no, f'{type(e).__name__}: {e}')
+
+
 def iter_jsonl(
     path: str | os.PathLike[str], errors: list[LineError] | None = None
 ) -> Iterator[Trajectory]:
   """Yields trajectories; bad lines go to `errors` (or raise if None)."""
-  with open(path, encoding='utf-8') as f:
-    for line_no, line in enumerate(f, 1):
-      if not line.strip():
-        continue
-      try:
-        yield Trajectory.from_json(json.loads(line))
-      except (json.JSONDecodeError, TrajectoryFormatError) as e:
-        err = LineError(str(path), line_no, f'{type(e).__name__}: {e}')
-        if errors is None:
-          raise TrajectoryFormatError(f'{path}:{line_no}: {err.reason}') from e
-        errors.append(err)
+  for line_no, item in parse_json_lines(path, Trajectory.from_json):
+    if isinstance(item, LineError):
+      if errors is None:
+        raise TrajectoryFormatError(f'{path}:{line_no}: {item.reason}')
+      errors.append(item)
+    else:
+      yield item

@@ -10,7 +10,6 @@ counted.
 
 import collections
 import dataclasses
-import json
 import os
 from typing import Any, Collection
 
@@ -87,29 +86,21 @@ def load_trajectories(
   trajs, errors, lines = [], [], 0
   formats, unknown = collections.Counter(), collections.Counter()
   seen_ids = collections.Counter()
-  with open(path, 'rb') as f:  # decoded per line: one bad byte, one error
-    for line_no, raw in enumerate(f, 1):
-      if not raw.strip():
-        continue
-      lines += 1
-      try:
-        traj, used = parse_line(json.loads(raw.decode('utf-8')), fmt)
-      except (
-          UnicodeDecodeError,
-          json.JSONDecodeError,
-          trajectory.TrajectoryFormatError,
-      ) as e:
-        reason = f'{type(e).__name__}: {e}'
-        errors.append(trajectory.LineError(str(path), line_no, reason))
-        continue
-      formats[used] += 1
-      seen_ids[traj.id] += 1
-      if seen_ids[traj.id] > 1:  # Keep ids unique within the run.
-        traj = dataclasses.replace(traj, id=f'{traj.id}-{seen_ids[traj.id]-1}')
-      if known_tools:
-        traj, names = mark_unknown_tools(traj, known_tools)
-        unknown.update(names)
-      trajs.append(traj)
+  parse = lambda obj: parse_line(obj, fmt)  # pylint: disable=unnecessary-lambda-assignment
+  for _, item in trajectory.parse_json_lines(path, parse):
+    lines += 1
+    if isinstance(item, trajectory.LineError):
+      errors.append(item)
+      continue
+    traj, used = item
+    formats[used] += 1
+    seen_ids[traj.id] += 1
+    if seen_ids[traj.id] > 1:  # Keep ids unique within the run.
+      traj = dataclasses.replace(traj, id=f'{traj.id}-{seen_ids[traj.id]-1}')
+    if known_tools:
+      traj, names = mark_unknown_tools(traj, known_tools)
+      unknown.update(names)
+    trajs.append(traj)
   return trajs, _summary(path, lines, formats, errors, unknown, trajs)
 
 
