@@ -10,6 +10,8 @@ DIR/index when no index is there and serves them (tests, a quick look).
 
 import ml_collections
 
+from tpu_configs.search import opensearch
+
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   """Returns the serve config; arg 'tiny' builds a small index if missing."""
@@ -67,23 +69,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           threads=16,  # engine calls in flight at once
       )
   )
-  # backend='opensearch': the cluster and indices (see opensearch.py).
+  # backend='opensearch': the cluster and indices of
+  # tpu_configs/search/opensearch.py (as index.build uses them).
+  cluster = opensearch.get_config('tiny' if arg == 'tiny' else None)
   c.opensearch = ml_collections.ConfigDict(
-      dict(
-          cluster=dict(
-              flavor='opensearch',
-              hosts=('http://127.0.0.1:9200',),
-              request_timeout_s=30.0,
-              client_retries=1,
-          ),
-          index=dict(prefix='search-agent-2wiki', shards=1, replicas=0),
-          bulk=dict(
-              actions_per_request=1000,
-              max_retries=8,
-              initial_backoff_s=0.5,
-              max_backoff_s=30.0,
-          ),
-      )
+      dict(cluster=cluster.cluster, index=cluster.index, bulk=cluster.bulk)
   )
   if arg == 'tiny':
     c.build_if_missing = True
