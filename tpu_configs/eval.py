@@ -62,6 +62,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       preset='tiny',  # search_agent/model/families.py
       layout='fsdp',
       params_path='',  # converted orbax params (model.tools.import_hf)
+      # Or a training run's checkpoints: its workdir (or workdir/checkpoints)
+      # and the update step (-1 = latest); params only, onto this mesh.
+      # preset must be the run's model; tokenizer its tokenizer (tiny SFT:
+      # <workdir>/tokenizer).
+      checkpoint_dir='',
+      checkpoint_step=-1,
       tokenizer='qwen3',  # tokenizer.json path, or 'qwen3'
       template='chatml',  # renderer template: chatml | qwen3
       batch_size=8,  # prompts per generate call

@@ -7,7 +7,9 @@ Kinds:
     conversation gets `script[k]` (the last entry repeats). For pulse tests
     and demos of the harness only, never for measuring a model.
   * `sampler`: the in-process JAX sampler; the caller builds it (it needs a
-    model and a tokenizer) and passes it to `build` as `sampler_llm`.
+    model and a tokenizer) and passes it to `build` as `sampler_llm`
+    (eval.run: from its `sampler` section, eval/in_process.py; weights from
+    HF-converted params, a training run's checkpoint, or random init).
 
 `from_dict` turns a ConfigDict / dict section into the frozen `LLMConfig`.
 """

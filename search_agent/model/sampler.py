@@ -92,6 +92,13 @@ class Sampler:
     self.params = None
     self.policy_version = -1
 
+  def abstract_params(self) -> Any:
+    """Shapes, dtypes and shardings of the weights (a restore target)."""
+    return jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),
+        self._prefill['params'],
+    )
+
   def set_params(self, params: Any, policy_version: int) -> None:
     """Installs new weights (a trained model's params) and their version."""
     shardings = jax.tree.map(lambda x: x.sharding, self._prefill['params'])
