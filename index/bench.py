@@ -10,6 +10,7 @@ already built in DIR (DIR/<corpus>-build.json) is reused, so
 `--config.stages=build` then a second run measures on the same index.
 """
 
+import itertools
 import json
 import pathlib
 import time
@@ -45,20 +46,15 @@ def _corpus(name, c, vocab):
 
 def _build(docs, index_dir, config, heap_mb) -> dict:
   """Both views in one pass; the time includes producing the documents."""
-  start, cpu = time.perf_counter(), time.process_time()
+  clocks = benchmark.start_clocks()
   with tantivy_index.IndexWriter(index_dir, config, heap_mb * 10**6) as w:
     for i, doc in enumerate(docs, start=1):
       w.add(doc)
       if i % 100_000 == 0:
-        logging.info('%d docs in %.0f s', i, time.perf_counter() - start)
-  seconds = time.perf_counter() - start
-  cpu = time.process_time() - cpu
+        logging.info('%d docs in %.0f s', i, time.perf_counter() - clocks[0])
   return {
       'counts': w.counts,
-      'seconds': round(seconds, 1),
-      'cpu_seconds': round(cpu, 1),
-      'docs_per_s_both_views': round(w.counts['doc'] / seconds, 1),
-      'docs_per_cpu_s_both_views': round(w.counts['doc'] / cpu, 1),
+      **benchmark.rate_figures(w.counts['doc'], clocks),
       'index_mb': benchmark.dir_mb(index_dir),
   }
 
@@ -87,14 +83,17 @@ def _build_stage(name, c, workdir, vocab) -> dict:
   if saved.exists():
     return json.loads(saved.read_text())
   make_docs, config = _corpus(name, c, vocab), IndexBuildConfig(**c.index)
-  out = {'build': _build(make_docs(), workdir / name, config, c.heap_mb)}
-  subset = [d for _, d in zip(range(c.per_view_docs), make_docs())]
+  out = {}
+  if c.both_views:
+    out['build'] = _build(make_docs(), workdir / name, config, c.heap_mb)
   out['build_single_view'] = [
       benchmark.single_view_build_rate(
-          subset, workdir / f'{name}-{v}-only', v, config, c.heap_mb * 10**6
+          itertools.islice(make_docs(), c.per_view_docs),
+          workdir / f'{name}-{v}-only', v, config,
+          c.heap_mb * 10**6, c.per_view_threads,
       )
-      for v in ('doc', 'passage')
-  ]
+      for v in c.single_views
+  ]  # fmt: skip
   out['rss_mb_after_build'] = benchmark.rss_mb()
   saved.write_text(json.dumps(out, indent=1) + '\n')
   return out
@@ -120,6 +119,11 @@ def run_corpus(name, c, workdir, vocab) -> dict:
 def main(argv):
   del argv
   c, workdir = _CONFIG.value, pathlib.Path(_WORKDIR.value)
+  if 'latency' in c.stages and not c.both_views:
+    raise ValueError(
+        'the latency stage searches the both-views index: set'
+        " --config.both_views=True or --config.stages=('build',)"
+    )
   workdir.mkdir(parents=True, exist_ok=True)
   vocab = synthetic.Vocabulary()
   results = [run_corpus(n, c, workdir, vocab) for n in c.corpora]

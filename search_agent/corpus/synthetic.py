@@ -19,6 +19,10 @@ from search_agent.corpus import twowiki
 from search_agent.corpus.record import Document
 
 _WORD_RE = re.compile(r'\w+')
+# Sampling looks the uniform draw up in a table of 2**20 equal buckets of
+# [0, 1); only draws in a bucket that spans a cdf step (the Zipf tail, ~4%)
+# fall back to a binary search. Same indices as searchsorted, ~4x faster.
+_BUCKETS = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -55,10 +59,21 @@ class Vocabulary:
     freq = np.array([c for _, c in ranked], dtype=np.float64)
     self.cdf = np.cumsum(freq / freq.sum())
     self.lengths = np.array(self.lengths)
+    edges = np.arange(_BUCKETS + 1) / _BUCKETS  # exact: a power of two
+    self._first = np.searchsorted(self.cdf, edges[:-1], side='right')
+    self._last = np.searchsorted(self.cdf, edges[1:], side='left')
+
+  def sample_indices(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Indices into `words` of n draws: searchsorted(cdf, u, 'right')."""
+    u = rng.random(n)
+    bucket = (u * _BUCKETS).astype(np.int64)  # b/B <= u < (b+1)/B exactly
+    idx = self._first[bucket]
+    step = np.flatnonzero(idx != self._last[bucket])
+    idx[step] = np.searchsorted(self.cdf, u[step], side='right')
+    return np.minimum(idx, len(self.words) - 1)
 
   def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-    idx = np.searchsorted(self.cdf, rng.random(n), side='right')
-    return self.words[np.minimum(idx, len(self.words) - 1)]
+    return self.words[self.sample_indices(rng, n)]
 
 
 def iter_documents(
@@ -71,23 +86,39 @@ def iter_documents(
     rng = np.random.default_rng((spec.seed, first // batch))
     lengths = rng.choice(vocab.lengths, size=batch) * spec.length_scale
     title_lengths = rng.integers(2, 6, size=batch)
-    words = vocab.sample(rng, int(lengths.sum() + title_lengths.sum()))
-    hosts = rng.integers(0, spec.domains, size=batch)
-    pos = 0
+    words = _punctuate(
+        vocab.sample(rng, int(lengths.sum() + title_lengths.sum())),
+        title_lengths, lengths, spec.sentence_words,
+    ).tolist()  # fmt: skip
+    hosts = rng.integers(0, spec.domains, size=batch).tolist()
+    ends = np.cumsum(np.stack([title_lengths, lengths], 1).ravel()).tolist()
     for i in range(min(batch, spec.num_docs - first)):
-      title = ' '.join(words[pos : pos + title_lengths[i]])
-      pos += title_lengths[i]
-      body = words[pos : pos + lengths[i]].tolist()
-      pos += lengths[i]
-      for j in range(spec.sentence_words - 1, len(body), spec.sentence_words):
-        body[j] += '.'
       doc_id = f'syn-{first + i}'
+      start = ends[2 * i - 1] if i else 0
       yield Document(
           doc_id=doc_id,
-          title=title.title(),
+          title=' '.join(words[start : ends[2 * i]]).title(),
           url=f'https://site{hosts[i]}.example.org/{doc_id}',
-          text=' '.join(body),
+          text=' '.join(words[ends[2 * i] : ends[2 * i + 1]]),
       )
+
+
+def _punctuate(
+    words: np.ndarray,
+    title_lengths: np.ndarray,
+    lengths: np.ndarray,
+    sentence_words: int,
+) -> np.ndarray:
+  """Appends '.' to every `sentence_words`-th body word (titles first)."""
+  spans = np.stack([title_lengths, lengths], 1).ravel()
+  starts = np.cumsum(spans) - spans
+  within = np.arange(len(words)) - np.repeat(starts, spans)
+  in_body = np.repeat(np.tile([False, True], len(lengths)), spans)
+  ends = np.flatnonzero(
+      in_body & (within % sentence_words == sentence_words - 1)
+  )
+  words[ends] = words[ends] + '.'
+  return words
 
 
 def sample_queries(

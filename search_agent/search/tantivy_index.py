@@ -16,7 +16,7 @@ from typing import Iterable
 
 import tantivy
 
-from search_agent.corpus.passages import split_passages
+from search_agent.corpus.passages import window_starts
 from search_agent.corpus.record import Document
 from search_agent.search import analysis
 from search_agent.search import sites
@@ -79,6 +79,49 @@ def open_indexes(index_dir: pathlib.Path):
   return config, doc, passage, doc_ids
 
 
+def doc_row(doc: Document, ordinal: int, site: list[str], schema):
+  """The doc index row (doc and title views) of one document."""
+  return tantivy.Document.from_dict(
+      {
+          'doc_ord': ordinal,
+          'doc_id': doc.doc_id,
+          'url': doc.url,
+          'site': site,
+          'links': list(doc.links),
+          'title': doc.title,
+          'text': doc.text,
+      },
+      schema,
+  )
+
+
+def passage_rows(
+    doc: Document,
+    ordinal: int,
+    site: list[str],
+    config: IndexBuildConfig,
+    schema,
+) -> list:
+  """The passage index rows of one document (`split_passages` windows).
+
+  Builds the window texts straight from the words: the Passage records
+  (ids, ordinals) are not indexed, so they are not made.
+  """
+  words = doc.text.split()
+  n = config.passage_window_words
+  return [
+      tantivy.Document.from_dict(
+          {
+              'doc_ord': ordinal,
+              'site': site,
+              'text': ' '.join(words[s : s + n]),
+          },
+          schema,
+      )
+      for s in window_starts(len(words), n, config.passage_stride_words)
+  ]
+
+
 class IndexWriter:
   """Writes documents into the doc and passage indexes of a fresh dir.
 
@@ -128,31 +171,12 @@ class IndexWriter:
     self._seen.add(doc.doc_id)
     ordinal = self.counts['doc']
     site = sites.host_suffixes(doc.url)
-    self._doc_writer.add_document(
-        tantivy.Document.from_dict(
-            {
-                'doc_ord': ordinal,
-                'doc_id': doc.doc_id,
-                'url': doc.url,
-                'site': site,
-                'links': list(doc.links),
-                'title': doc.title,
-                'text': doc.text,
-            },
-            self._doc_schema,
-        )
-    )
+    self._doc_writer.add_document(doc_row(doc, ordinal, site, self._doc_schema))
     self._ids_file.write(doc.doc_id + '\n')
-    c = self._config
-    for p in split_passages(
-        doc, c.passage_window_words, c.passage_stride_words
+    for row in passage_rows(
+        doc, ordinal, site, self._config, self._passage_schema
     ):
-      self._passage_writer.add_document(
-          tantivy.Document.from_dict(
-              {'doc_ord': ordinal, 'site': site, 'text': p.text},
-              self._passage_schema,
-          )
-      )
+      self._passage_writer.add_document(row)
       self.counts['passage'] += 1
     self.counts['doc'] += 1
     self.counts['title'] += 1

@@ -1,7 +1,9 @@
 """Tests for the deterministic synthetic benchmark corpus."""
 
+import hashlib
 import statistics
 
+import numpy as np
 import pytest
 
 from search_agent.corpus import synthetic
@@ -39,3 +41,22 @@ def test_queries(vocab):
   qs = synthetic.sample_queries(100, seed=1, vocab=vocab)
   assert qs == synthetic.sample_queries(100, seed=1, vocab=vocab)
   assert all(2 <= len(q.split()) <= 6 for q in qs)
+
+
+def test_bucketed_sampling_equals_binary_search(vocab):
+  rng = np.random.default_rng(7)
+  u = np.random.default_rng(7).random(200_000)
+  want = np.minimum(
+      np.searchsorted(vocab.cdf, u, side='right'), len(vocab.words) - 1
+  )
+  np.testing.assert_array_equal(vocab.sample_indices(rng, 200_000), want)
+
+
+def test_corpus_is_pinned(vocab):
+  """The corpus of the figures in ANCHORS.md: a faster generator must not
+  change it (digest taken before the generator was vectorized)."""
+  sha = hashlib.sha256()
+  spec = synthetic.SyntheticSpec(num_docs=2500, seed=3)
+  for doc in synthetic.iter_documents(spec, vocab):
+    sha.update(repr(doc).encode())
+  assert sha.hexdigest()[:16] == 'fa80231009c1d9ca'

@@ -2,6 +2,7 @@
 
 import pytest
 
+from search_agent.corpus.passages import split_passages
 from search_agent.corpus.record import Document
 from search_agent.search import analysis
 from search_agent.search import backend
@@ -159,3 +160,37 @@ def test_query_analysis_matches_the_index():
       (1, 'director'),
       (4, 'film'),
   ]
+
+
+@pytest.mark.parametrize('window, stride', [(64, 48), (128, 96), (5, 5)])
+def test_passage_rows_are_the_split_passages(window, stride):
+  config = backend.IndexBuildConfig(
+      passage_window_words=window, passage_stride_words=stride
+  )
+  schema = tantivy_index.passage_schema()
+  for doc in DOCS + [Document(doc_id='e', title='', url='', text='')]:
+    rows = [
+        r.to_dict()
+        for r in tantivy_index.passage_rows(doc, 7, ['x.org', 'org'], config,
+                                            schema)
+    ]  # fmt: skip
+    texts = [p.text for p in split_passages(doc, window, stride)]
+    assert [r['text'] for r in rows] == [[t] for t in texts]
+    assert all(r['doc_ord'] == [7] for r in rows)
+    assert all(r['site'] == ['x.org', 'org'] for r in rows)
+
+
+def test_doc_row_holds_every_field():
+  row = tantivy_index.doc_row(
+      DOCS[0], 3, ['en.wikipedia.org', 'wikipedia.org', 'org'],
+      tantivy_index.doc_schema(),
+  ).to_dict()  # fmt: skip
+  assert row == {
+      'doc_ord': [3],
+      'doc_id': ['whale'],
+      'url': [DOCS[0].url],
+      'site': ['en.wikipedia.org', 'wikipedia.org', 'org'],
+      'links': ['mammal'],
+      'title': ['Blue whale'],
+      'text': [DOCS[0].text],
+  }
