@@ -279,21 +279,22 @@ def _ends_with_stop(tokens, stop_strings, decode_fn) -> bool:
 
 
 def _split_mode(mt_config, mesh, mode: str) -> dict:
+  """A mode's graph, zeroed cache, RNG state and abstract params (weights
+  come from set_params: none are initialized, XLA drops their init)."""
   create_fn, abstract = model_creation_utils.create_nnx_abstract_model(
       mt_config, mesh, model_mode=mode
   )
   graphdef, params, cache, rest = nnx.split(abstract, nnx.Param, nnx.Cache, ...)
+  shardings = jax.tree.map(
+      lambda x: x.sharding,
+      (cache, rest),
+      is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct),
+  )
   with maxtext_model.MeshAndRules(mesh, mt_config.logical_axis_rules):
-    state = jax.jit(
-        lambda: nnx.state(create_fn()),
-        out_shardings=jax.tree.map(
-            lambda x: x.sharding,
-            nnx.state(abstract),
-            is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct),
-        ),
+    cache, rest = jax.jit(
+        lambda: nnx.state(create_fn(), nnx.Param, nnx.Cache, ...)[1:],
+        out_shardings=shardings,
     )()
-  model = nnx.merge(graphdef, state)
-  _, params, cache, rest = nnx.split(model, nnx.Param, nnx.Cache, ...)
   return {
       'name': mode,
       'graphdef': graphdef,
