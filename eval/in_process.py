@@ -51,7 +51,8 @@ class SamplerSettings:
     batch_size: Prompts per generate call.
     max_prompt_len: Longest prompt (longer = the context limit).
     max_new_tokens: Most tokens per call.
-    policy_version: Version recorded on every generated token.
+    policy_version: Version recorded on every generated token; -1 = the
+      restored checkpoint's step (0 without a checkpoint).
     devices: Devices of the mesh (0 = all).
   """
 
@@ -65,7 +66,7 @@ class SamplerSettings:
   batch_size: int = 8
   max_prompt_len: int = 4_096
   max_new_tokens: int = 1_024
-  policy_version: int = 0
+  policy_version: int = -1
   devices: int = 0
 
   def __post_init__(self):
@@ -111,7 +112,10 @@ def build(
     params = model.params
     if s.params_path:
       params = hf_import.load_params(model, s.params_path)
-  sampler.set_params(params, policy_version=s.policy_version)
+  version = s.policy_version
+  if version < 0:
+    version = checkpoint['step'] if checkpoint else 0
+  sampler.set_params(params, policy_version=version)
   prompts = chat_prompts.RendererPrompts(tok, s.template)
   llm = sampler_client.SamplerLLM(
       sampler, prompts, name=name or f'sampler:{s.preset}'

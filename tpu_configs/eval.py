@@ -73,7 +73,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       batch_size=8,  # prompts per generate call
       max_prompt_len=4_096,  # longer prompts end the run (context limit)
       max_new_tokens=1_024,
-      policy_version=0,
+      policy_version=-1,  # -1: the checkpoint's step (0 without one)
       devices=0,  # 0 = all
   )
   # The judge: kind 'none' grades by exact match (rewards/answer_match).

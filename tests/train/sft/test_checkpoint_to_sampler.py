@@ -130,7 +130,7 @@ def test_eval_run_on_the_sft_checkpoint(sft_run, tmp_path, repo_root):
        f'--config.sampler.tokenizer={repo_root / TOKENIZER}',
        '--config.sampler.max_prompt_len=1536',
        '--config.sampler.max_new_tokens=16', '--config.sampler.batch_size=2',
-       '--config.sampler.devices=1', '--config.sampler.policy_version=1',
+       '--config.sampler.devices=1',
        '--config.dataset.limit=2', '--config.agent.max_steps=2',
        '--config.agent.context_limit=1552',
        '--config.agent.max_output_tokens=16',
@@ -148,5 +148,5 @@ def test_eval_run_on_the_sft_checkpoint(sft_run, tmp_path, repo_root):
   trajs = list(trajectory.iter_jsonl(out_dir / results.TRAJECTORIES))
   assert len(trajs) == 2
   for t in trajs:
-    # Every generated token carries the configured policy version.
+    # Every generated token carries the checkpoint step as its version.
     assert {v for v in t.tokens.versions if v >= 0} == {1}
