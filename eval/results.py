@@ -87,13 +87,9 @@ def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
   """
   if not os.path.exists(path):
     return
-  with open(path, encoding='utf-8', errors='replace') as f:
-    for line_no, line in enumerate(f, 1):
-      if line.strip():
-        try:
-          yield line_no, json.loads(line)
-        except json.JSONDecodeError:
-          continue
+  for line_no, obj in trajectory.parse_json_lines(path, lambda obj: obj):
+    if not isinstance(obj, trajectory.LineError):
+      yield line_no, obj
 
 
 def read_trajectories(
