@@ -49,7 +49,6 @@ def write_trajectory(
 ) -> None:
   """Appends a trajectory, encrypted when its task is encrypted."""
   canary = secret(task)
-  _end_torn_line(path)
   if not canary:
     trajectory.append_jsonl(path, traj)
     return
@@ -62,20 +61,7 @@ def write_trajectory(
           'encrypted': decryption.browsecomp_encrypt(payload, canary),
       }
   )
-  with open(path, 'a', encoding='utf-8') as f:
-    f.write(line + '\n')
-    f.flush()
-    os.fsync(f.fileno())
-
-
-def _end_torn_line(path: str | os.PathLike[str]) -> None:
-  """Ends a line cut by a kill mid-append, so the next one stands alone."""
-  if not os.path.exists(path) or os.path.getsize(path) == 0:
-    return
-  with open(path, 'rb+') as f:
-    f.seek(-1, os.SEEK_END)
-    if f.read(1) != b'\n':
-      f.write(b'\n')
+  trajectory.append_line(path, line)
 
 
 def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
@@ -212,11 +198,7 @@ def record(
 
 
 def append_record(path: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:
-  _end_torn_line(path)
-  with open(path, 'a', encoding='utf-8') as f:
-    f.write(json.dumps(rec, ensure_ascii=False) + '\n')
-    f.flush()
-    os.fsync(f.fileno())
+  trajectory.append_line(path, json.dumps(rec, ensure_ascii=False))
 
 
 def read_records(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:

@@ -215,7 +215,16 @@ def append_jsonl(path: str | os.PathLike[str], traj: Trajectory) -> None:
   record starts on a fresh line, so only the torn line is unreadable (and
   `iter_jsonl` reports it as a LineError).
   """
-  line = json.dumps(traj.to_json(), ensure_ascii=False) + '\n'
+  append_line(path, json.dumps(traj.to_json(), ensure_ascii=False))
+
+
+def append_line(path: str | os.PathLike[str], text: str) -> None:
+  """Appends `text` and a newline, flushed and fsynced (see append_jsonl).
+
+  A torn last line left by a killed writer is ended first, so `text`
+  stands on a line of its own.
+  """
+  line = text + '\n'
   with open(path, 'ab+') as f:
     if f.seek(0, os.SEEK_END) > 0:
       f.seek(-1, os.SEEK_END)
