@@ -5,6 +5,7 @@ braces. Manifests record `Prompt.sha256` so results name the exact text used.
 """
 
 import dataclasses
+import functools
 import hashlib
 import pathlib
 import re
@@ -55,8 +56,13 @@ def from_text(name: str, text: str) -> Prompt:
   )
 
 
+@functools.lru_cache(maxsize=None)
 def load(name: str) -> Prompt:
-  """Loads a prompt by file name (in this directory) or by path."""
+  """Loads a prompt by file name (in this directory) or by path.
+
+  Cached per process: a Toolbox (one per trajectory) loads its visit and
+  rerank prompts on creation, and prompt files do not change during a run.
+  """
   path = pathlib.Path(name)
   if not path.is_absolute() and len(path.parts) == 1:
     path = PROMPT_DIR / name
