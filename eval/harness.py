@@ -26,9 +26,9 @@ from search_agent.agent import mas as mas_lib
 from search_agent.agent import react
 from search_agent.agent import runner
 from search_agent.agent import task as task_lib
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
-from search_agent.model import tokenizer as tokenizer_lib
 
 MODES = ('single', 'mas')
 ToolboxFactory = Callable[[task_lib.Task], react.Toolbox]

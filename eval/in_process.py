@@ -20,13 +20,13 @@ from typing import Any, Mapping
 import jax
 
 from search_agent.agent import chat_prompts
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.llm import sampler_client
 from search_agent.model import checkpoint_params
 from search_agent.model import families
 from search_agent.model import hf_import
 from search_agent.model import maxtext_model
 from search_agent.model import sampler as sampler_lib
-from search_agent.model import tokenizer as tokenizer_lib
 
 
 class SamplerSetupError(ValueError):

@@ -77,3 +77,22 @@ def test_the_search_service_runs_without_jax(module):
       check=False,
   )
   assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+
+
+def test_layers_below_train_reach_the_model_only_through_policy_wiring():
+  """Text-level code (tokenizer, renderer, prompts) lives outside model/.
+
+  Below `train`, only the in-process policy wiring (eval's sampler setup) may
+  import `search_agent.model`; the agent, search, llm, rewards, filtering and
+  synthesis layers never do.
+  """
+  files = _files(
+      'search_agent/corpus',
+      'search_agent/search',
+      'search_agent/llm',
+      'search_agent/agent',
+      'search_agent/rewards',
+      'search_agent/filtering',
+      'search_agent/synthesis',
+  )
+  assert not _offenders(files, ['search_agent.model'])

@@ -10,8 +10,8 @@ from typing import Sequence
 
 from search_agent.agent import messages as messages_lib
 from search_agent.agent import renderer
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
-from search_agent.model import tokenizer as tokenizer_lib
 
 
 class RendererPrompts:

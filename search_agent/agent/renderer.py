@@ -37,8 +37,8 @@ import dataclasses
 from typing import Sequence
 
 from search_agent.agent import chat_template
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.agent import trajectory
-from search_agent.model import tokenizer as tokenizer_lib
 
 # Re-exported, so that callers need only this module.
 ChatTemplate = chat_template.ChatTemplate

@@ -13,10 +13,10 @@ import transformers
 from search_agent.agent import chat_template
 from search_agent.agent import chatml
 from search_agent.agent import renderer
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.agent import trajectory
 from search_agent.agent.trajectory import ToolCall
 from search_agent.agent.trajectory import Turn
-from search_agent.model import tokenizer as tokenizer_lib
 
 GOLDEN = pathlib.Path(__file__).parent / 'golden'
 MESSAGES = trajectory.Trajectory.from_json(

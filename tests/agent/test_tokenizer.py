@@ -1,12 +1,12 @@
-"""Tests of search_agent.model.tokenizer: tiny BPE training and HF loading."""
+"""Tests of search_agent.agent.tokenizer: tiny BPE training and HF loading."""
 
 import json
 import pathlib
 
 import pytest
 
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.corpus import twowiki
-from search_agent.model import tokenizer as tokenizer_lib
 
 GOLDEN = pathlib.Path(__file__).parent / 'golden' / 'tiny_tokenizer'
 

@@ -16,9 +16,9 @@ import pytest
 from search_agent.agent import chat_prompts
 from search_agent.agent import react
 from search_agent.agent import renderer
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 from search_agent.llm import sampler_client
-from search_agent.model import tokenizer as tokenizer_lib
 from search_agent.search import schemas
 
 

@@ -15,11 +15,11 @@ import pytest
 from search_agent.agent import budgets
 from search_agent.agent import chat_prompts
 from search_agent.agent import react
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.llm import sampler_client
 from search_agent.model import families
 from search_agent.model import maxtext_model
 from search_agent.model import sampler as sampler_lib
-from search_agent.model import tokenizer as tokenizer_lib
 from search_agent.search import schemas
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]

@@ -15,10 +15,10 @@ from absl import logging
 import jax
 import numpy as np
 
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.model import config as model_config_lib
 from search_agent.model import hf_import
 from search_agent.model import maxtext_model
-from search_agent.model import tokenizer as tokenizer_lib
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train import data as data_lib
 from search_agent.train import optim

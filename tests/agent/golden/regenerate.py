@@ -19,9 +19,9 @@ sys.path.insert(0, str(REPO))
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from search_agent.agent import renderer
+from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.agent import trajectory
 from search_agent.corpus import twowiki
-from search_agent.model import tokenizer as tokenizer_lib
 
 
 def main() -> None:

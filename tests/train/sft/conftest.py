@@ -23,7 +23,7 @@ import json
 import pytest
 
 from search_agent.agent import chatml
-from search_agent.model import tokenizer as tokenizer_lib
+from search_agent.agent import tokenizer as tokenizer_lib
 
 
 def write_short_trajectories(src, out_path, n):
