@@ -92,6 +92,10 @@ class XpkTarget:
     zone: GCP zone ('' = gcloud's default).
     priority: One of PRIORITIES.
     max_restarts: JobSet restarts on failure.
+    restart_on_user_code_failure: Also restart when our binary exits non-zero
+      (xpk's `--restart-on-user-code-failure`). Without it xpk restarts only
+      after infrastructure failures, so a crash in our code is never resumed
+      from its checkpoint although `max_restarts` is set.
   """
 
   cluster: str
@@ -104,6 +108,7 @@ class XpkTarget:
   zone: str = ''
   priority: str = 'medium'
   max_restarts: int = 0
+  restart_on_user_code_failure: bool = False
 
   def __post_init__(self):
     name = self.workload
@@ -155,7 +160,8 @@ def xpk_command(binary: Binary, target: XpkTarget) -> list[str]:
   `workload create`): --cluster, --workload and --command (required),
   --tpu-type | --device-type (one required, mutually exclusive),
   --num-slices, --docker-image (used as is, no image build), --priority,
-  --max-restarts, --env NAME=value (repeatable); --project and --zone from
+  --max-restarts, --restart-on-user-code-failure, --env NAME=value
+  (repeatable); --project and --zone from
   src/xpk/parser/common.py (add_shared_arguments).
   """
   cmd = [
@@ -175,6 +181,8 @@ def xpk_command(binary: Binary, target: XpkTarget) -> list[str]:
       f'--priority={target.priority}',
       f'--max-restarts={target.max_restarts}',
   ]
+  if target.restart_on_user_code_failure:
+    cmd.append('--restart-on-user-code-failure')
   if target.project:
     cmd.append(f'--project={target.project}')
   if target.zone:

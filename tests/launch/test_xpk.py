@@ -21,6 +21,7 @@ GOLDEN_SFT = [
     '--docker-image=gcr.io/search-agent/search-agent:latest',
     '--priority=medium',
     '--max-restarts=3',
+    '--restart-on-user-code-failure',
     '--env=DECOUPLE_GCLOUD=TRUE',
     '--command=python -m search_agent.train.sft --config=tpu_configs/sft.py'
     ' --workdir=gs://search-agent-runs/sft/run0',
@@ -69,6 +70,18 @@ def test_dry_run_prints_the_golden_command(repo_root):
       "'--workdir=gs://bucket/run 1'",
   )
   assert shlex.split(out) == want
+
+
+def test_restarts_resume_after_a_crash_in_our_code(repo_root):
+  """xpk restarts user-code failures only with the explicit flag."""
+  for name, arg in (('sft', None), ('rl', 'learner'), ('rl', 'rollout')):
+    config = _load(repo_root, name, arg)
+    cmd = _command(config)
+    assert '--max-restarts=3' in cmd
+    assert '--restart-on-user-code-failure' in cmd, (name, arg)
+  config = _load(repo_root, 'sft')
+  config.xpk.restart_on_user_code_failure = False
+  assert '--restart-on-user-code-failure' not in _command(config)
 
 
 def test_rl_roles_get_their_own_workloads(repo_root):

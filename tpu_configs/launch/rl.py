@@ -49,6 +49,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   config.xpk.zone = ''
   config.xpk.priority = 'medium'
   config.xpk.max_restarts = 3
+  # Our binaries resume from their last checkpoint, so restart after a crash
+  # in our code too, not only after infrastructure failures.
+  config.xpk.restart_on_user_code_failure = True
   if role == 'rollout':
     config.xpk.tpu_type = 'v5p-64'
     config.xpk.num_slices = 2

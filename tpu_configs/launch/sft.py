@@ -44,6 +44,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   config.xpk.priority = 'medium'
   # JobSet restarts; SFT resumes from its last orbax checkpoint.
   config.xpk.max_restarts = 3
+  # Our binaries resume from their last checkpoint, so restart after a crash
+  # in our code too, not only after infrastructure failures.
+  config.xpk.restart_on_user_code_failure = True
   if variant == 'v5p-128':
     # 64 devices: the recipe's TP=2, EP=8 with context parallelism 4.
     config.extra_args = '--config.layout.context=4'
