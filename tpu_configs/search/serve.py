@@ -66,6 +66,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           max_queries=64,
           max_k=100,
           max_doc_ids=100,
+          max_json_depth=32,  # [/{ nesting, checked before parsing
           threads=16,  # engine calls in flight at once
       )
   )
