@@ -13,7 +13,9 @@ Requests are answered concurrently: handlers are async and the blocking
 engine calls run in a thread pool bounded by `ServiceLimits.threads` (no
 global lock; tantivy searches release the GIL). Bad input gets a 4xx with a
 message: 400 for malformed JSON (or nesting over `max_json_depth`) or fields,
-413 for a body or batch over the limits. A failing backend is a 503. Nothing the caller sends can cause a 500.
+413 for a body or batch over the limits. A failing backend is a 503. Nothing
+the caller sends can cause a 500. Messages echo at most `_ECHO_CHARS` of a
+value; a client gone mid-body is one log line, not a traceback.
 """
 
 import dataclasses
@@ -27,6 +29,7 @@ from absl import logging
 import anyio
 import fastapi
 from fastapi import responses
+from starlette import requests as starlette_requests
 import uvicorn
 
 from search_agent.corpus.sources import CorpusSpec
@@ -83,6 +86,15 @@ def json_depth(body: bytes) -> int:
   return max(itertools.accumulate(steps, initial=0))
 
 
+_ECHO_CHARS = 40
+
+
+def _clip(value: Any) -> str:
+  """`value`'s repr, cut to `_ECHO_CHARS` (+ '…'), for error messages."""
+  text = repr(value)
+  return text if len(text) <= _ECHO_CHARS else text[:_ECHO_CHARS] + '…'
+
+
 class _BadRequest(Exception):
 
   def __init__(self, status: int, message: str):
@@ -98,10 +110,19 @@ async def _read_json(
   if declared.isdigit() and int(declared) > limit:
     raise _BadRequest(413, f'request body over the limit of {limit} bytes')
   body = bytearray()
-  async for chunk in request.stream():
-    body.extend(chunk)
-    if len(body) > limit:
-      raise _BadRequest(413, f'request body over the limit of {limit} bytes')
+  try:
+    async for chunk in request.stream():
+      body.extend(chunk)
+      if len(body) > limit:
+        raise _BadRequest(413, f'request body over the limit of {limit} bytes')
+  except starlette_requests.ClientDisconnect as e:
+    logging.warning(
+        'client disconnected after %d body bytes of %s %s',
+        len(body),
+        request.method,
+        request.url.path,
+    )
+    raise _BadRequest(400, 'client disconnected before the body ended') from e
   depth = json_depth(bytes(body))
   if depth > max_depth:
     raise _BadRequest(
@@ -141,7 +162,10 @@ def _string_list(obj, key: str, limit: int) -> list[str]:
 def _check_fields(obj: dict[str, Any], allowed: tuple[str, ...]) -> None:
   extra = sorted(set(obj) - set(allowed))
   if extra:
-    raise _BadRequest(400, f'unknown fields {extra}; allowed: {list(allowed)}')
+    shown = ', '.join(_clip(k) for k in extra[:8])
+    raise _BadRequest(
+        400, f'unknown fields [{shown}]; allowed: {list(allowed)}'
+    )
 
 
 def create_app(engine: SearchEngine, limits: ServiceLimits) -> fastapi.FastAPI:
@@ -173,10 +197,10 @@ def create_app(engine: SearchEngine, limits: ServiceLimits) -> fastapi.FastAPI:
     queries = _string_list(obj, 'queries', limits.max_queries)
     k = obj.get('k', 10)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-      raise _BadRequest(400, f'"k" must be an integer >= 1, got {k!r:.40}')
+      raise _BadRequest(400, f'"k" must be an integer >= 1, got {_clip(k)}')
     max_k = min(limits.max_k, engine.config.max_k)
     if k > max_k:
-      raise _BadRequest(413, f'"k" is {k}, over the limit of {max_k}')
+      raise _BadRequest(413, f'"k" is {_clip(k)}, over the limit of {max_k}')
     results = await blocking(client_lib.search_batch, engine, queries, k)
     return {'results': [r.to_json() for r in results]}
 

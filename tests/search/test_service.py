@@ -97,6 +97,56 @@ def test_bad_input_is_a_4xx_with_a_message(
 
 
 @pytest.mark.parametrize(
+    'body, echoed',
+    [
+        ({'queries': ['q'], 'k': 10**3000}, '"k" is 1000000'),
+        ({'queries': ['q'], 'k': 'x' * 3000}, "got 'xxxx"),
+        ({'queries': ['q'], 'y' * 3000: 1}, "unknown fields ['yyyy"),
+    ],
+)
+def test_error_messages_echo_a_clipped_value(wiki_engine, body, echoed):
+  # A k of 3,001 digits used to come back whole in the message.
+  app = service.create_app(wiki_engine, LIMITS)
+  (resp,) = _requests(app, ('POST', '/search', body))
+  assert resp.status_code in (400, 413)
+  error = resp.json()['error']
+  assert echoed in error and '…' in error and len(error) < 200, error
+
+
+def test_a_client_gone_mid_body_is_one_log_line(wiki_engine, caplog):
+  app = service.create_app(wiki_engine, LIMITS)
+  messages = iter(
+      [
+          {'type': 'http.request', 'body': b'{"queries": [', 'more_body': True},
+          {'type': 'http.disconnect'},
+      ]
+  )
+  sent = []
+
+  async def receive():
+    return next(messages)
+
+  async def send(message):
+    sent.append(message)
+
+  scope = {
+      'type': 'http', 'asgi': {'version': '3.0'}, 'http_version': '1.1',
+      'method': 'POST', 'scheme': 'http', 'path': '/search',
+      'raw_path': b'/search', 'query_string': b'', 'root_path': '',
+      'headers': [(b'content-type', b'application/json')],
+      'client': ('127.0.0.1', 1), 'server': ('test', 80),
+  }  # fmt: skip
+  with caplog.at_level('WARNING'):
+    asyncio.run(app(scope, receive, send))  # used to raise ClientDisconnect
+  (record,) = [r for r in caplog.records if 'disconnected' in r.getMessage()]
+  assert record.getMessage() == (
+      'client disconnected after 13 body bytes of POST /search'
+  )
+  assert record.exc_info is None
+  assert sent[0]['status'] == 400
+
+
+@pytest.mark.parametrize(
     'path, body',
     [
         ('/search', b'{"queries": ["Lothair \\ud800"], "k": 3}'),
