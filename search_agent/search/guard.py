@@ -19,12 +19,18 @@ import urllib.parse
 from search_agent.search import sites
 
 # The seed's two (Iris): Hugging Face dataset and Space pages; hf.co is the
-# same site under its short domain.
+# same site under its short domain. The Hub API and the dataset viewer's
+# server hand out the same data (files, rows, search) under other paths.
 DEFAULT_BLOCKED = (
     'huggingface.co/datasets',
     'huggingface.co/spaces',
     'hf.co/datasets',
     'hf.co/spaces',
+    'huggingface.co/api/datasets',
+    'huggingface.co/api/spaces',
+    'hf.co/api/datasets',
+    'hf.co/api/spaces',
+    'datasets-server.huggingface.co',
 )
 T = TypeVar('T')
 

@@ -16,6 +16,8 @@ additionally required. Empty quotes (`""`) are ignored.
 import dataclasses
 import re
 
+from search_agent.search import sites
+
 DEFAULT_MAX_QUERY_CHARS = 1024
 
 _CURLY_QUOTES = str.maketrans({'\u201c': '"', '\u201d': '"', '\u201e': '"'})
@@ -60,7 +62,8 @@ def normalize_site(value: str) -> str:
     value: What followed `site:`.
 
   Returns:
-    The lowercased host.
+    The lowercased host, non-ASCII labels in their IDNA A-label form
+    (`bücher.de` → `xn--bcher-kva.de`), as indexed hosts are.
 
   Raises:
     QueryError: if nothing usable is left or the host has invalid characters.
@@ -69,6 +72,7 @@ def normalize_site(value: str) -> str:
   host = re.sub(r'^[a-z][a-z0-9+.-]*://', '', host)
   host = host.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]
   host = host.rsplit('@', 1)[-1].split(':', 1)[0].strip('.')
+  host = sites.ascii_host(host)
   if not host:
     raise QueryError(
         f'site: filter {value!r} names no domain; write e.g. site:example.com'

@@ -12,19 +12,24 @@ Endpoints (JSON):
 Requests are answered concurrently: handlers are async and the blocking
 engine calls run in a thread pool bounded by `ServiceLimits.threads` (no
 global lock; tantivy searches release the GIL). Bad input gets a 4xx with a
-message: 400 for malformed JSON or fields, 413 for a body or batch over the
-limits. A failing backend is a 503. Nothing the caller sends can cause a 500.
+message: 400 for malformed JSON (or nesting over `max_json_depth`) or fields,
+413 for a body or batch over the limits. A failing backend is a 503. Nothing
+the caller sends can cause a 500. Messages echo at most `_ECHO_CHARS` of a
+value; a client gone mid-body is one log line, not a traceback.
 """
 
 import dataclasses
+import itertools
 import json
 import pathlib
+import re
 from typing import Any
 
 from absl import logging
 import anyio
 import fastapi
 from fastapi import responses
+from starlette import requests as starlette_requests
 import uvicorn
 
 from search_agent.corpus.sources import CorpusSpec
@@ -52,6 +57,8 @@ class ServiceLimits:
     max_queries: Most queries in one /search request.
     max_k: Largest k.
     max_doc_ids: Most doc_ids in one /documents request.
+    max_json_depth: Deepest nesting of `[`/`{` in a body, checked on the raw
+      bytes before parsing (Python's parser recurses per level).
     threads: Blocking engine calls running at once (the thread pool size).
   """
 
@@ -59,7 +66,33 @@ class ServiceLimits:
   max_queries: int = 64
   max_k: int = 100
   max_doc_ids: int = 100
+  max_json_depth: int = 32
   threads: int = 16
+
+
+# A JSON string (escapes included), then the brackets left outside strings.
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b'[]{}')
+
+
+def json_depth(body: bytes) -> int:
+  """Deepest `[`/`{` nesting of a JSON text, brackets in strings skipped.
+
+  A linear scan of the raw bytes (no parser recursion), for rejecting a
+  too-deep body before `json.loads` would hit the recursion limit.
+  """
+  brackets = _JSON_STRING.sub(b'', body).translate(None, _NOT_BRACKETS)
+  steps = (1 if b in b'[{' else -1 for b in brackets)
+  return max(itertools.accumulate(steps, initial=0))
+
+
+_ECHO_CHARS = 40
+
+
+def _clip(value: Any) -> str:
+  """`value`'s repr, cut to `_ECHO_CHARS` (+ '…'), for error messages."""
+  text = repr(value)
+  return text if len(text) <= _ECHO_CHARS else text[:_ECHO_CHARS] + '…'
 
 
 class _BadRequest(Exception):
@@ -70,15 +103,31 @@ class _BadRequest(Exception):
     self.message = message
 
 
-async def _read_json(request: fastapi.Request, limit: int) -> dict[str, Any]:
+async def _read_json(
+    request: fastapi.Request, limit: int, max_depth: int
+) -> dict[str, Any]:
   declared = request.headers.get('content-length', '')
   if declared.isdigit() and int(declared) > limit:
     raise _BadRequest(413, f'request body over the limit of {limit} bytes')
   body = bytearray()
-  async for chunk in request.stream():
-    body.extend(chunk)
-    if len(body) > limit:
-      raise _BadRequest(413, f'request body over the limit of {limit} bytes')
+  try:
+    async for chunk in request.stream():
+      body.extend(chunk)
+      if len(body) > limit:
+        raise _BadRequest(413, f'request body over the limit of {limit} bytes')
+  except starlette_requests.ClientDisconnect as e:
+    logging.warning(
+        'client disconnected after %d body bytes of %s %s',
+        len(body),
+        request.method,
+        request.url.path,
+    )
+    raise _BadRequest(400, 'client disconnected before the body ended') from e
+  depth = json_depth(bytes(body))
+  if depth > max_depth:
+    raise _BadRequest(
+        400, f'request body nests {depth} deep, over the limit of {max_depth}'
+    )
   try:
     obj = json.loads(body)
   except (ValueError, UnicodeDecodeError) as e:
@@ -113,7 +162,10 @@ def _string_list(obj, key: str, limit: int) -> list[str]:
 def _check_fields(obj: dict[str, Any], allowed: tuple[str, ...]) -> None:
   extra = sorted(set(obj) - set(allowed))
   if extra:
-    raise _BadRequest(400, f'unknown fields {extra}; allowed: {list(allowed)}')
+    shown = ', '.join(_clip(k) for k in extra[:8])
+    raise _BadRequest(
+        400, f'unknown fields [{shown}]; allowed: {list(allowed)}'
+    )
 
 
 def create_app(engine: SearchEngine, limits: ServiceLimits) -> fastapi.FastAPI:
@@ -138,21 +190,25 @@ def create_app(engine: SearchEngine, limits: ServiceLimits) -> fastapi.FastAPI:
 
   @app.post('/search')
   async def search(request: fastapi.Request):
-    obj = await _read_json(request, limits.max_body_bytes)
+    obj = await _read_json(
+        request, limits.max_body_bytes, limits.max_json_depth
+    )
     _check_fields(obj, ('queries', 'k'))
     queries = _string_list(obj, 'queries', limits.max_queries)
     k = obj.get('k', 10)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-      raise _BadRequest(400, f'"k" must be an integer >= 1, got {k!r:.40}')
+      raise _BadRequest(400, f'"k" must be an integer >= 1, got {_clip(k)}')
     max_k = min(limits.max_k, engine.config.max_k)
     if k > max_k:
-      raise _BadRequest(413, f'"k" is {k}, over the limit of {max_k}')
+      raise _BadRequest(413, f'"k" is {_clip(k)}, over the limit of {max_k}')
     results = await blocking(client_lib.search_batch, engine, queries, k)
     return {'results': [r.to_json() for r in results]}
 
   @app.post('/documents')
   async def documents(request: fastapi.Request):
-    obj = await _read_json(request, limits.max_body_bytes)
+    obj = await _read_json(
+        request, limits.max_body_bytes, limits.max_json_depth
+    )
     _check_fields(obj, ('doc_ids',))
     doc_ids = _string_list(obj, 'doc_ids', limits.max_doc_ids)
     docs = await blocking(engine.get_documents, doc_ids)

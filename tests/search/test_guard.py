@@ -5,6 +5,7 @@ import pytest
 from search_agent.agent.trajectory import ToolCall
 from search_agent.agent.trajectory import Turn
 from search_agent.search import guard
+from tpu_configs.search import serve as serve_config
 
 G = guard.LeakageGuard()
 
@@ -24,6 +25,12 @@ G = guard.LeakageGuard()
         'https://huggingface.co/./datasets/x',
         'https://huggingface.co/models/../datasets/x',
         'https://huggingface.co.:443/datasets/x',
+        # The same data through the Hub API and the dataset viewer's server:
+        'https://huggingface.co/api/datasets/openai/browsecomp/parquet',
+        'https://huggingface.co/api/spaces/x/y',
+        'https://hf.co/api/datasets/x',
+        'https://datasets-server.huggingface.co/rows?dataset=openai/x',
+        'https://datasets-server.huggingface.co/search?dataset=x&query=q',
     ],
 )
 def test_blocked(url):
@@ -36,6 +43,8 @@ def test_blocked(url):
     'url',
     [
         'https://huggingface.co/models/x',
+        'https://huggingface.co/api/models/x',
+        'https://huggingface.co/docs/datasets-server',
         'https://huggingface.co/datasetsfoo',
         'https://nothuggingface.co/datasets/x',
         'https://en.wikipedia.org/wiki/Hugging_Face',
@@ -47,6 +56,12 @@ def test_blocked(url):
 )
 def test_allowed(url):
   assert not G.is_blocked(url)
+
+
+def test_serve_config_blocks_the_guard_defaults():
+  for arg in ('', 'tiny'):
+    patterns = serve_config.get_config(arg).blocked_patterns
+    assert tuple(patterns) == guard.DEFAULT_BLOCKED
 
 
 def test_configurable_patterns_and_filter():

@@ -68,3 +68,12 @@ def test_max_chars_is_configurable():
 
 def test_query_error_is_value_error():
   assert issubclass(parser.QueryError, ValueError)
+
+
+def test_site_on_an_idn_host_is_normalised_to_its_a_label():
+  assert parser.parse_query('x site:bücher.de').site == 'xn--bcher-kva.de'
+  assert parser.parse_query('x site:BÜCHER.de').site == 'xn--bcher-kva.de'
+  assert parser.parse_query('x site:https://www.bücher.de/a').site == (
+      'www.xn--bcher-kva.de'
+  )
+  assert parser.parse_query('x site:xn--bcher-kva.de').site == 'xn--bcher-kva.de'

@@ -79,6 +79,11 @@ def test_search_and_documents_answer_like_the_engine(wiki_engine):
         ('/search', {'queries': ['q' * 5000]}, 413, 'body over the limit'),
         ('/documents', {'doc_ids': ['a'] * 4}, 413, 'over the limit of 3'),
         ('/documents', {}, 400, 'list of strings'),
+        # Deep nesting used to reach json.loads' recursion limit (a 500).
+        ('/search', b'[' * 1492 + b']' * 1492, 400, 'nests 1492 deep'),
+        ('/search', b'{"a":' * 600 + b'1' + b'}' * 600, 400, 'nests 600 deep'),
+        ('/documents', b'[' * 4000, 400, 'nests 4000 deep'),
+        ('/search', {'queries': ['[' * 100], 'k': 3}, 200, None),
     ],
 )
 def test_bad_input_is_a_4xx_with_a_message(
@@ -87,7 +92,58 @@ def test_bad_input_is_a_4xx_with_a_message(
   app = service.create_app(wiki_engine, LIMITS)
   (resp,) = _requests(app, ('POST', path, body))
   assert resp.status_code == status
-  assert message in resp.json()['error']
+  if message:
+    assert message in resp.json()['error']
+
+
+@pytest.mark.parametrize(
+    'body, echoed',
+    [
+        ({'queries': ['q'], 'k': 10**3000}, '"k" is 1000000'),
+        ({'queries': ['q'], 'k': 'x' * 3000}, "got 'xxxx"),
+        ({'queries': ['q'], 'y' * 3000: 1}, "unknown fields ['yyyy"),
+    ],
+)
+def test_error_messages_echo_a_clipped_value(wiki_engine, body, echoed):
+  # A k of 3,001 digits used to come back whole in the message.
+  app = service.create_app(wiki_engine, LIMITS)
+  (resp,) = _requests(app, ('POST', '/search', body))
+  assert resp.status_code in (400, 413)
+  error = resp.json()['error']
+  assert echoed in error and '…' in error and len(error) < 200, error
+
+
+def test_a_client_gone_mid_body_is_one_log_line(wiki_engine, caplog):
+  app = service.create_app(wiki_engine, LIMITS)
+  messages = iter(
+      [
+          {'type': 'http.request', 'body': b'{"queries": [', 'more_body': True},
+          {'type': 'http.disconnect'},
+      ]
+  )
+  sent = []
+
+  async def receive():
+    return next(messages)
+
+  async def send(message):
+    sent.append(message)
+
+  scope = {
+      'type': 'http', 'asgi': {'version': '3.0'}, 'http_version': '1.1',
+      'method': 'POST', 'scheme': 'http', 'path': '/search',
+      'raw_path': b'/search', 'query_string': b'', 'root_path': '',
+      'headers': [(b'content-type', b'application/json')],
+      'client': ('127.0.0.1', 1), 'server': ('test', 80),
+  }  # fmt: skip
+  with caplog.at_level('WARNING'):
+    asyncio.run(app(scope, receive, send))  # used to raise ClientDisconnect
+  (record,) = [r for r in caplog.records if 'disconnected' in r.getMessage()]
+  assert record.getMessage() == (
+      'client disconnected after 13 body bytes of POST /search'
+  )
+  assert record.exc_info is None
+  assert sent[0]['status'] == 400
 
 
 @pytest.mark.parametrize(
@@ -203,10 +259,21 @@ _BODIES = st.one_of(
     st.fixed_dictionaries({'doc_ids': st.lists(_TEXT)}),
     st.binary(max_size=64),
 )
+# Nested arrays/objects, some deeper than the limit (32 in LIMITS).
+_NESTED = st.builds(
+    lambda depth, opener, inner: (
+        opener * depth + inner + {b'[': b']', b'{"a":': b'}'}[opener] * depth
+    ),
+    st.integers(0, 2000),
+    st.sampled_from([b'[', b'{"a":']),
+    st.sampled_from([b'1', b'"]]]"', b'"\\"']),
+)
 
 
 @hypothesis.settings(max_examples=60, deadline=None)
-@hypothesis.given(path=st.sampled_from(['/search', '/documents']), body=_BODIES)
+@hypothesis.given(
+    path=st.sampled_from(['/search', '/documents']), body=_BODIES | _NESTED
+)
 def test_no_input_causes_a_5xx(wiki_engine, path, body):
   app = service.create_app(wiki_engine, LIMITS)
   if not isinstance(body, bytes):

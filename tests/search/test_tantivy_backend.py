@@ -194,3 +194,40 @@ def test_doc_row_holds_every_field():
       'title': ['Blue whale'],
       'text': [DOCS[0].text],
   }
+
+
+IDN_DOCS = [
+    Document(
+        doc_id='buecher',
+        title='Bücher',
+        url='https://www.bücher.de/krimi',
+        text='A shop selling crime novels about a whale.',
+    ),
+    Document(
+        doc_id='mueller',
+        title='Müller',
+        url='https://xn--mller-kva.de/whale',
+        text='The miller wrote about a whale.',
+    ),
+    Document(
+        doc_id='other',
+        title='Other',
+        url='https://example.de/whale',
+        text='Another whale page.',
+    ),
+]
+
+
+def test_site_filter_matches_either_spelling_of_an_idn_host(tmp_path):
+  """Unicode and punycode spellings of a host reach the same pages."""
+  path = tmp_path / 'index'
+  with tantivy_index.IndexWriter(path, backend.IndexBuildConfig()) as w:
+    w.add_all(IDN_DOCS)
+  b = TantivyBackend(path)
+  try:
+    for query in ('whale site:bücher.de', 'whale site:xn--bcher-kva.de'):
+      assert _rank(b, query)['doc'] == ['buecher'], query
+    for query in ('whale site:müller.de', 'whale site:XN--MLLER-KVA.DE'):
+      assert _rank(b, query)['doc'] == ['mueller'], query
+  finally:
+    b.close()

@@ -10,6 +10,7 @@ DIR/index when no index is there and serves them (tests, a quick look).
 
 import ml_collections
 
+from search_agent.search import guard
 from tpu_configs.search import opensearch
 
 
@@ -53,12 +54,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       )
   )
   # Leakage guard (Iris): results from these host/path prefixes are dropped.
-  c.blocked_patterns = (
-      'huggingface.co/datasets',
-      'huggingface.co/spaces',
-      'hf.co/datasets',
-      'hf.co/spaces',
-  )
+  # Defaults: guard.DEFAULT_BLOCKED (Hub dataset/Space pages, their API
+  # paths, the dataset viewer's server).
+  c.blocked_patterns = guard.DEFAULT_BLOCKED
   # Request limits (service.ServiceLimits).
   c.limits = ml_collections.ConfigDict(
       dict(
@@ -66,6 +64,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           max_queries=64,
           max_k=100,
           max_doc_ids=100,
+          max_json_depth=32,  # [/{ nesting, checked before parsing
           threads=16,  # engine calls in flight at once
       )
   )
