@@ -2,7 +2,10 @@
 
 `metrics.jsonl` in the workdir gets {'step', 'split', ...scalars} per record;
 TensorBoard event files go to `workdir/tb` (tensorboardX); a progress line is
-logged with absl.
+logged with absl. On resume from update s, `MetricsWriter(..., resume_step=s)`
+first rolls the file back to the records of steps <= s (`rollback`), so the
+updates between the last checkpoint and a kill are not listed twice, and
+TensorBoard purges its events past s.
 """
 
 import json
@@ -17,10 +20,19 @@ import tensorboardX
 class MetricsWriter:
   """Writes scalar metrics to JSONL, TensorBoard and the log."""
 
-  def __init__(self, workdir: str, total_steps: int):
+  def __init__(self, workdir: str, total_steps: int, resume_step: int = 0):
     os.makedirs(workdir, exist_ok=True)
     self.path = os.path.join(workdir, 'metrics.jsonl')
-    self._tb = tensorboardX.SummaryWriter(os.path.join(workdir, 'tb'))
+    dropped = rollback(self.path, resume_step)
+    if dropped:
+      logging.info(
+          'metrics.jsonl: dropped %d records past update %d',
+          dropped,
+          resume_step,
+      )
+    self._tb = tensorboardX.SummaryWriter(
+        os.path.join(workdir, 'tb'), purge_step=resume_step + 1
+    )
     self._total = total_steps
     self._t0 = time.monotonic()
 
@@ -46,6 +58,52 @@ class MetricsWriter:
 
   def close(self):
     self._tb.close()
+
+
+def rollback(path: str, step: int) -> int:
+  """Keeps only the records of steps <= `step` in a metrics.jsonl file.
+
+  Rewrites through a temporary file, fsync and atomic rename, so a kill during
+  the rollback leaves either the old or the new file. A torn last line (a kill
+  mid-write) is dropped too.
+
+  Args:
+    path: The metrics.jsonl file; nothing happens when it does not exist.
+    step: The restored update; 0 for a run that starts from scratch.
+
+  Returns:
+    How many lines were dropped.
+  """
+  if not os.path.exists(path):
+    return 0
+  kept, dropped = [], 0
+  with open(path, encoding='utf-8') as f:
+    for line in f:
+      if not line.strip():
+        continue
+      try:
+        record = json.loads(line)
+      except json.JSONDecodeError:
+        dropped += 1
+        continue
+      if record.get('step', 0) <= step:
+        kept.append(line.rstrip('\n') + '\n')
+      else:
+        dropped += 1
+  if not dropped:
+    return 0
+  tmp = path + '.tmp'
+  with open(tmp, 'w', encoding='utf-8') as f:
+    f.writelines(kept)
+    f.flush()
+    os.fsync(f.fileno())
+  os.replace(tmp, path)
+  dir_fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+  try:
+    os.fsync(dir_fd)
+  finally:
+    os.close(dir_fd)
+  return dropped
 
 
 def read_metrics(path: str, split: str = 'train') -> list[dict]:

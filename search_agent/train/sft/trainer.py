@@ -134,7 +134,6 @@ def train(
   ckpt = checkpoint_lib.Checkpointer(
       os.path.join(workdir, 'checkpoints'), cfg.checkpoint
   )
-  writer = metrics_lib.MetricsWriter(workdir, cfg.total_updates)
   state = {
       'params': run.model.params,
       'opt_state': step_lib.init_opt_state(run.model, run.tx, run.model.params),
@@ -145,6 +144,7 @@ def train(
     state, data_state = ckpt.restore(start, state)
     it.set_state(data_state)
     logging.info('resumed from update %d', start)
+  writer = metrics_lib.MetricsWriter(workdir, cfg.total_updates, start)
   for step in range(start + 1, cfg.total_updates + 1):
     try:
       batch = next(it)

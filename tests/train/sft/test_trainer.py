@@ -75,11 +75,13 @@ def test_resume_after_kill_reproduces_the_loss_curve(
   trainer.train(cfg, str(resumed), devices=ONE)
 
   want = metrics_lib.read_metrics(str(straight / 'metrics.jsonl'))
-  got = {
-      r['step']: r
-      for r in metrics_lib.read_metrics(str(resumed / 'metrics.jsonl'))
-  }  # step 3 ran twice: keep the last
+  rows = metrics_lib.read_metrics(str(resumed / 'metrics.jsonl'))
+  # Update 3 ran twice; the resume rolled its first record back.
+  assert [r['step'] for r in rows] == [1, 2, 3, 4]
+  got = {r['step']: r for r in rows}
   assert [r['step'] for r in want] == [1, 2, 3, 4]
+  resumed_val = metrics_lib.read_metrics(str(resumed / 'metrics.jsonl'), 'val')
+  assert [r['step'] for r in resumed_val] == [2, 4]
   curve = [r['nll'] for r in want]
   print('\nloss curve', curve)
   np.testing.assert_allclose(
