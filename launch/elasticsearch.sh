@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Builds (once) and starts or stops a single-node Elasticsearch 9 for the
+# `elasticsearch` flavor (index/elasticsearch_node/), beside the OpenSearch one.
+#
+#   bash launch/elasticsearch.sh start    # build if needed, start, wait for health
+#   bash launch/elasticsearch.sh stop     # SIGTERM, wait, then SIGKILL if it hangs
+#   bash launch/elasticsearch.sh status   # exit 0 and print the URL if running
+#
+# Environment (all optional):
+#   ELASTICSEARCH_PORT           HTTP port on 127.0.0.1 (default 9201, so it
+#                                never clashes with OpenSearch on 9200)
+#   ELASTICSEARCH_HOME           data, logs, pid file (default build/elasticsearch)
+#   ELASTICSEARCH_JAVA_OPTS      heap options (default "-Xms512m -Xmx1g")
+#   ELASTICSEARCH_START_TIMEOUT  seconds to wait for yellow/green (default 120)
+#   ELASTICSEARCH_STOP_WITH_PID  the node stops by itself when this process ends
+#                                (default under CI=true: the caller)
+#   JAVA_HOME                    used if it is Java 21+ (Elasticsearch 9 needs
+#                                it); else temurin-25, else the newest
+#                                /usr/lib/jvm/* that is 21+
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+port=${ELASTICSEARCH_PORT:-9201}
+home=${ELASTICSEARCH_HOME:-$repo/build/elasticsearch}
+java_opts=${ELASTICSEARCH_JAVA_OPTS:--Xms512m -Xmx1g}
+timeout=${ELASTICSEARCH_START_TIMEOUT:-120}
+stop_with=${ELASTICSEARCH_STOP_WITH_PID:-}
+if [ -z "$stop_with" ] && [ "${CI:-}" = true ]; then stop_with=$PPID; fi
+src=$repo/index/elasticsearch_node
+jar=$src/target/elasticsearch-node.jar
+main=searchagent.elasticsearch.SingleNode
+pidfile=$home/node.pid
+log=$home/node.log
+url=http://127.0.0.1:$port
+# Module flags the server needs; Netty without Unsafe; no log4j JMX/hook.
+es_flags="--add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED
+  -Dio.netty.noUnsafe=true -Dio.netty.noKeySetOptimization=true
+  -Dlog4j.shutdownHookEnabled=false -Dlog4j2.disable.jmx=true
+  -Djava.locale.providers=CLDR"
+
+java_major() {
+  # Prints the feature version of the `java` binary $1 (e.g. 25), or fails.
+  [ -x "$1" ] || return 1
+  "$1" -XshowSettings:properties -version 2>&1 |
+    awk -F'= ' '/java.specification.version/ {print $2; exit}' | grep -E '^[0-9]+$'
+}
+
+find_java() {
+  # Sets JAVA_HOME to a Java 21+: the caller's, then temurin-25, then any.
+  local v cand
+  if [ -n "${JAVA_HOME:-}" ] && v=$(java_major "$JAVA_HOME/bin/java") && [ "$v" -ge 21 ]; then
+    return 0
+  fi
+  for cand in /usr/lib/jvm/temurin-25-jdk-amd64 $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
+    cand=${cand%/}
+    if v=$(java_major "$cand/bin/java") && [ "$v" -ge 21 ]; then
+      export JAVA_HOME=$cand
+      return 0
+    fi
+  done
+  die "Elasticsearch 9 needs Java 21+: JAVA_HOME (${JAVA_HOME:-unset}) is not, and none" \
+    "was found under /usr/lib/jvm; install one (e.g. temurin-25-jdk) or set JAVA_HOME"
+}
+
+say() { echo "elasticsearch: $*"; }
+die() { echo "elasticsearch: error: $*" >&2; exit 1; }
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || die "'$1' not found; $2"
+}
+
+running_pid() {
+  # Prints the pid of our node if the pid file names a live launcher JVM.
+  [ -f "$pidfile" ] || return 1
+  local pid
+  pid=$(cat "$pidfile")
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$main" || return 1
+  echo "$pid"
+}
+
+healthy() {
+  curl -fsS --max-time 5 \
+    "$url/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null |
+    grep -Eq '"status":"(yellow|green)"'
+}
+
+build() {
+  if [ -f "$jar" ] && [ -d "$src/target/lib" ] &&
+     [ -z "$(find "$src/pom.xml" "$src/src" -newer "$jar" -print -quit)" ]; then
+    return 0
+  fi
+  need mvn "install Maven 3.8+ (Debian: apt-get install maven)"
+  local mlog=$src/target/mvn-build.log t0=$SECONDS
+  mkdir -p "$src/target"
+  say "building the launcher jar with Maven (a first build downloads ~40 MB)"
+  # Offline first (everything cached in ~/.m2), then Maven Central.
+  if ! mvn -o -B -q -f "$src/pom.xml" package >"$mlog" 2>&1; then
+    if ! mvn -B -ntp -f "$src/pom.xml" package >"$mlog" 2>&1; then
+      tail -n 30 "$mlog" >&2
+      die "Maven build failed (full log: $mlog); it needs Maven Central or a filled ~/.m2"
+    fi
+  fi
+  say "built $jar in $((SECONDS - t0)) s"
+}
+
+start() {
+  need curl "install curl (Debian: apt-get install curl)"
+  find_java
+  java=$JAVA_HOME/bin/java
+  if pid=$(running_pid) && healthy; then
+    say "already running (pid $pid): $url"
+    return 0
+  fi
+  if healthy; then
+    say "a cluster not started from this checkout already answers on $url;" \
+      "using it ('stop' leaves it alone; set ELASTICSEARCH_PORT for a new node)"
+    return 0
+  fi
+  if pid=$(running_pid); then
+    say "pid $pid is up but unhealthy; restarting it"
+    stop
+  fi
+  build
+  mkdir -p "$home"
+  say "starting node on $url (home $home, JVM $java_opts${stop_with:+, stops with pid $stop_with})"
+  local t0=$SECONDS
+  # elasticsearch-native loads libzstd.so from es.nativelibs.path (the
+  # distribution ships it, Maven does not): use the system one. Without it
+  # native access is off and index.codec=best_compression fails on refresh.
+  # libvec.so (SIMD int8 vectors) has no stand-in, so it is switched off.
+  local flags=$es_flags zstd
+  zstd=$(PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null |
+    awk '/libzstd\.so\.1 .*x86-64/ {print $NF; exit}' || true)
+  if [ -n "$zstd" ]; then
+    mkdir -p "$home/native"
+    ln -sf "$zstd" "$home/native/libzstd.so"
+    flags="$flags -Des.nativelibs.path=$home/native"
+    flags="$flags -Dorg.elasticsearch.nativeaccess.enableVectorLibrary=false"
+  fi
+  # shellcheck disable=SC2086  # the option lists are lists; stop_with may be empty.
+  nohup "$java" $java_opts $flags -cp "$jar:$src/target/lib/*" "$main" \
+    "$home" "$port" $stop_with >"$log" 2>&1 &
+  echo $! >"$pidfile"
+  while ! healthy; do
+    if ! running_pid >/dev/null; then
+      tail -n 30 "$log" >&2
+      rm -f "$pidfile"
+      die "the node exited during start-up (log: $log)"
+    fi
+    if [ $((SECONDS - t0)) -ge "$timeout" ]; then
+      tail -n 30 "$log" >&2
+      stop
+      die "no yellow/green health within ${timeout} s (log: $log)"
+    fi
+    sleep 1
+  done
+  say "up in $((SECONDS - t0)) s (pid $(cat "$pidfile")): $url"
+}
+
+stop() {
+  local pid
+  if ! pid=$(running_pid); then
+    rm -f "$pidfile"
+    say "not running"
+    return 0
+  fi
+  kill -TERM "$pid"
+  for _ in $(seq 1 30); do
+    [ -d "/proc/$pid" ] || break
+    sleep 1
+  done
+  if [ -d "/proc/$pid" ]; then
+    say "pid $pid ignored SIGTERM for 30 s; killing it"
+    kill -KILL "$pid"
+  fi
+  rm -f "$pidfile"
+  say "stopped (pid $pid)"
+}
+
+status() {
+  if pid=$(running_pid) && healthy; then
+    say "running (pid $pid): $url"
+  else
+    say "not running on $url"
+    return 1
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  *) die "usage: bash launch/elasticsearch.sh start|stop|status" ;;
+esac
