@@ -76,4 +76,6 @@ def test_site_on_an_idn_host_is_normalised_to_its_a_label():
   assert parser.parse_query('x site:https://www.bücher.de/a').site == (
       'www.xn--bcher-kva.de'
   )
-  assert parser.parse_query('x site:xn--bcher-kva.de').site == 'xn--bcher-kva.de'
+  assert (
+      parser.parse_query('x site:xn--bcher-kva.de').site == 'xn--bcher-kva.de'
+  )
