@@ -76,6 +76,9 @@ build() {
   say "built $jar in $((SECONDS - t0)) s"
 }
 
+# shellcheck source=launch/jvm_node.sh
+. "$repo/launch/jvm_node.sh"
+
 start() {
   need curl "install curl (Debian: apt-get install curl)"
   need "$java" "install Java 17+ or set JAVA_HOME"
@@ -99,49 +102,8 @@ start() {
   # shellcheck disable=SC2086  # java_opts is a list; stop_with may be empty.
   nohup "$java" $java_opts -jar "$jar" "$home" "$port" $stop_with >"$log" 2>&1 &
   echo $! >"$pidfile"
-  while ! healthy; do
-    if ! running_pid >/dev/null; then
-      tail -n 30 "$log" >&2
-      rm -f "$pidfile"
-      die "the node exited during start-up (log: $log)"
-    fi
-    if [ $((SECONDS - t0)) -ge "$timeout" ]; then
-      tail -n 30 "$log" >&2
-      stop
-      die "no yellow/green health within ${timeout} s (log: $log)"
-    fi
-    sleep 1
-  done
+  wait_until_healthy "$t0"
   say "up in $((SECONDS - t0)) s (pid $(cat "$pidfile")): $url"
-}
-
-stop() {
-  local pid
-  if ! pid=$(running_pid); then
-    rm -f "$pidfile"
-    say "not running"
-    return 0
-  fi
-  kill -TERM "$pid"
-  for _ in $(seq 1 30); do
-    [ -d "/proc/$pid" ] || break
-    sleep 1
-  done
-  if [ -d "/proc/$pid" ]; then
-    say "pid $pid ignored SIGTERM for 30 s; killing it"
-    kill -KILL "$pid"
-  fi
-  rm -f "$pidfile"
-  say "stopped (pid $pid)"
-}
-
-status() {
-  if pid=$(running_pid) && healthy; then
-    say "running (pid $pid): $url"
-  else
-    say "not running on $url"
-    return 1
-  fi
 }
 
 case "${1:-}" in
