@@ -77,6 +77,12 @@ class _Doc:
   sentence_ends: list[int]  # word indexes that end a sentence, ascending
 
 
+# Abbreviations whose period does not end a sentence (lowercased, no dot).
+_ABBREVIATIONS = frozenset(
+    'al approx b c ca capt cf co col corp d dr ed eds est fig fl ft gen hon'
+    ' ibid inc jr lit lt ltd mr mrs ms mt no op pp prof rev sgt sr st vol vs'
+    ' jan feb mar apr jun jul aug sep sept oct nov dec'.split()
+)
 # Marks a word that ends a line (a sentence end): a private-use character,
 # neither whitespace nor a letter.
 _LINE_END = '\ue000'
@@ -143,10 +149,30 @@ def _analyze(text, query_terms, phrases, analyzer: QueryAnalyzer) -> _Doc:
       for m in pattern.finditer(norm):
         spans.append((index(m.start()), index(m.end() - 1)))
   index = _WordCounter(norm)
-  ends = [index(m.start()) for m in _SENTENCE_END_RE.finditer(norm)]
+  ends = [
+      index(m.start())
+      for m in _SENTENCE_END_RE.finditer(norm)
+      if _ends_sentence(norm, m)
+  ]
   if words and (not ends or ends[-1] != len(words) - 1):
     ends.append(len(words) - 1)
   return _Doc(words, positions, sorted(spans), sorted(set(ends)))
+
+
+def _ends_sentence(norm: str, m: re.Match) -> bool:
+  """Whether the terminal punctuation at `m` ends a sentence.
+
+  A line end or '!'/'?' always does. A period does not after an initial
+  ("J."), a dotted abbreviation ("B.A.", "Ph.D.", "e.g."), a known
+  abbreviation ("c.", "ibid.", "lit.", "Dr.", "St.", ...).
+  """
+  if m.group()[0] != '.':
+    return True
+  word = norm[norm.rfind(' ', 0, m.start()) + 1 : m.start() + 1]
+  word = word.lstrip('(["\'').lower()
+  if re.fullmatch(r'[^\W\d_]\.|(?:[^\W\d_]+\.){2,}', word):
+    return False
+  return word[:-1] not in _ABBREVIATIONS
 
 
 def _join(doc: _Doc, lo: int, hi: int) -> str:

@@ -128,3 +128,25 @@ def test_line_breaks_end_sentences_and_vanish_from_output():
       text, ['heading'], [], A, config=snippets.SnippetConfig(max_words=7)
   )
   assert got == 'Heading without period The zebra line here.'
+
+
+@pytest.mark.parametrize(
+    'text',
+    [
+        'He took a B.A. in 1869 before training as a lawyer.',
+        'Count Odo (c. 854-895) ruled the march in 1869.',
+        'The poem (lit. "the lawyer") is famous.',
+        'Papers by J. R. Smith were lost in 1869.',
+        'As Dr. Watson said, he earned a Ph.D. at St. Andrews.',
+    ],
+)
+def test_abbreviations_and_initials_do_not_end_sentences(text):
+  doc = snippets._analyze(text, [], [], A)  # the segmenter itself
+  assert doc.sentence_ends == [len(text.split()) - 1], doc.sentence_ends
+
+
+def test_real_sentence_ends_still_split():
+  text = 'Alpha beta gamma. Then came Dr. No in 1962. It was a film.'
+  assert snippets._analyze(text, [], [], A).sentence_ends == [2, 8, 12]
+  got = snippets.make_snippet(text, ['1962'], [], A, config=SMALL)
+  assert got == 'Then came Dr. No in 1962.'
