@@ -78,6 +78,8 @@ class _Doc:
 
 
 # Abbreviations whose period does not end a sentence (lowercased, no dot).
+# An initial ("J.") or a dotted abbreviation ("B.A.", "Ph.D.", "e.g.").
+_INITIAL_OR_DOTTED_RE = re.compile(r'[^\W\d_]\.|(?:[^\W\d_]+\.){2,}')
 _ABBREVIATIONS = frozenset(
     'al approx b c ca capt cf co col corp d dr ed eds est fig fl ft gen hon'
     ' ibid inc jr lit lt ltd mr mrs ms mt no op pp prof rev sgt sr st vol vs'
@@ -170,7 +172,7 @@ def _ends_sentence(norm: str, m: re.Match) -> bool:
     return True
   word = norm[norm.rfind(' ', 0, m.start()) + 1 : m.start() + 1]
   word = word.lstrip('(["\'').lower()
-  if re.fullmatch(r'[^\W\d_]\.|(?:[^\W\d_]+\.){2,}', word):
+  if _INITIAL_OR_DOTTED_RE.fullmatch(word):
     return False
   return word[:-1] not in _ABBREVIATIONS
 

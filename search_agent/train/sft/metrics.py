@@ -16,6 +16,8 @@ from typing import Mapping
 from absl import logging
 import tensorboardX
 
+from search_agent.agent import trajectory
+
 
 class MetricsWriter:
   """Writes scalar metrics to JSONL, TensorBoard and the log."""
@@ -77,19 +79,11 @@ def rollback(path: str, step: int) -> int:
   if not os.path.exists(path):
     return 0
   kept, dropped = [], 0
-  with open(path, encoding='utf-8') as f:
-    for line in f:
-      if not line.strip():
-        continue
-      try:
-        record = json.loads(line)
-      except json.JSONDecodeError:
-        dropped += 1
-        continue
-      if record.get('step', 0) <= step:
-        kept.append(line.rstrip('\n') + '\n')
-      else:
-        dropped += 1
+  for _, record in trajectory.parse_json_lines(path, lambda obj: obj):
+    if isinstance(record, trajectory.LineError) or record.get('step', 0) > step:
+      dropped += 1
+    else:
+      kept.append(json.dumps(record) + '\n')
   if not dropped:
     return 0
   tmp = path + '.tmp'
