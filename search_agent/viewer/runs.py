@@ -257,6 +257,8 @@ def _traj_row(i, t, res, dec, rew, task) -> Json:
     )
   if rew:
     row.update(reward=rew['reward'], advantage=rew['advantage'])
+    if rew.get('correct') is not None and 'verdict' not in row:
+      row['correct'] = rew['correct']
   if t.get('encrypted'):
     row['encrypted'] = True
   return row

@@ -83,9 +83,9 @@ def _left_context(traj: Json) -> dict[int, str]:
     tools = [i for i, m in enumerate(messages) if m.get('role') == 'tool']
     for k, i in enumerate(tools):
       if k + keep < len(tools):
-        later = tools[k + keep]
         out[i] = (
-            f'omitted from the context after message {later} (sliding window keeps the last {keep})'
+            f'omitted from the context after message {tools[k + keep]}'
+            f' (sliding window keeps the last {keep})'
         )
   for ev in meta.get('events', ()) or ():
     at = int(ev.get('at_message', 0))

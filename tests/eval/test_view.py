@@ -34,7 +34,36 @@ def workdirs(tmp_path_factory, tiny_index):
   wd.synthesis_run(root / 'all' / 'synthesis')
   wd.rl_run(root / 'all' / 'rl', ev)
   wd.encrypted_eval_run(root / 'secret' / 'enc', tiny_index)
+  wd.eval_run(root / 'reset' / 'run', tiny_index, *_RESETS)
   return root
+
+
+# A context small enough that discard-all fires after every search.
+_RESETS = (
+    '--config.agent.context_limit=2400',
+    '--config.agent.compress_at=0.5',
+)
+
+
+def test_a_real_discard_all_reset(workdirs):
+  run = _runs(workdirs / 'reset')['run']
+  d = run.detail(0)
+  events = d['context_events']
+  assert events and events[0]['policy'] == 'discard_all'
+  assert events[0]['tokens_after'] < events[0]['tokens_before']
+  at = events[0]['at_message']
+  assert (
+      'dropped by the discard_all reset' in d['steps'][at - 1]['left_context']
+  )
+  assert (
+      'reset'
+      in {c['label']: c for c in run.summary['cards']}['context policies'][
+          'note'
+      ]
+  )
+  assert {c['label']: c for c in run.summary['cards']}['context resets'][
+      'value'
+  ] != '0'
 
 
 def _runs(path, canary=None):
@@ -149,6 +178,10 @@ def test_synthesis_tasks_and_evidence_graph(workdirs):
 
 def test_rl_rewards_advantages_versions(workdirs):
   run = _runs(workdirs / 'all')['rl']
+  assert [r['correct'] for r in run.rows] == [1.0, 0.0]
+  assert {c['label']: c['value'] for c in run.summary['cards']}[
+      'correct'
+  ] == '50.0% (1/2)'
   assert [(r['reward'], r['advantage']) for r in run.rows] == [
       (1.0, pytest.approx(0.4)),
       (0.2, pytest.approx(-0.4)),

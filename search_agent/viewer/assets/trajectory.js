@@ -59,9 +59,11 @@ function tokensPanel(d) {
   }
   if (d.tokens_note) body.push(h('p', { class: 'why' }, 'token record: ' + d.tokens_note));
   const turns = d.steps.filter((s) => s.role === 'assistant');
-  const masked = turns.filter((s) => !s.trains);
-  body.push(h('p', {}, `${turns.length - masked.length} of ${turns.length} assistant turns train`
-    + (masked.length ? '; no loss on ' + masked.map((s) => `#${s.i} (${s.why})`).join('; ') : '')));
+  const masked = new Map();
+  for (const s of turns.filter((x) => !x.trains)) masked.set(s.why, [...(masked.get(s.why) || []), '#' + s.i]);
+  const n = [...masked.values()].reduce((a, v) => a + v.length, 0);
+  body.push(h('p', { id: 'mask-summary' }, `${turns.length - n} of ${turns.length} assistant turns train`
+    + [...masked].map(([why, ids]) => `; no loss on ${ids.join(', ')}: ${why}`).join('')));
   return h('div', { class: 'panel', id: 'tokens' }, h('h3', {}, 'Tokens and loss mask'), body);
 }
 
@@ -83,7 +85,7 @@ function observation(s) {
 }
 
 function stepEl(s) {
-  const open = s.role === 'assistant' || s.role === 'user';
+  const open = s.role === 'assistant' || (s.role === 'user' && s.content.length < 1500);
   const badge = s.role === 'assistant' ? h('span', { class: 'badge ' + (s.trains ? 'ok' : 'warn') }, s.trains ? 'trains' : 'no loss') : null;
   const calls = s.tool_calls.map((c) => c.name + '(' + short(JSON.stringify(c.arguments), 90) + ')').join(', ');
   const head = s.role === 'tool' ? `tool: ${s.name} — ${short(s.content.split('\n')[0], 100)}${s.chars ? ` (${s.chars} chars)` : ''}`
