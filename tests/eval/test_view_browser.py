@@ -9,6 +9,7 @@ task's evidence graph, server mode (with a canary, in memory), and a
 non-blank; the console must stay free of errors.
 """
 
+import contextlib
 import io
 import json
 import pathlib
@@ -155,26 +156,33 @@ def _free_port():
     return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def _serving(workdir, *extra):
+  """`python -m eval.view --port` in a subprocess; yields its URL."""
+  port = _free_port()
+  proc = subprocess.Popen([sys.executable, '-m', 'eval.view', f'--workdir={workdir}', f'--port={port}', *extra],
+                          cwd=_REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
+  try:
+    assert proc.stdout.readline().startswith('serving')
+    yield f'http://127.0.0.1:{port}/'
+  finally:
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
 def test_server_mode_decrypts_in_memory(tmp_path, tiny_index, browser):
   enc = wd.encrypted_eval_run(tmp_path / 'secret' / 'enc', tiny_index)
   before = sorted(p for p in tmp_path.rglob('*'))
-  port = _free_port()
-  proc = subprocess.Popen([sys.executable, '-m', 'eval.view', f'--workdir={enc}', f'--port={port}',
-                           f'--canary={wd.CANARY}'], cwd=_REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
-  try:
-    assert proc.stdout.readline().startswith('serving')
-    _ready(browser, f'http://127.0.0.1:{port}/')
+  with _serving(enc, f'--canary={wd.CANARY}') as url:
+    _ready(browser, url)
     assert sorted(_visible_text(browser, 'td.q')) == sorted(wd.questions())
     browser.click('tr.row[data-i="1"]')
     browser.wait_for('return document.querySelector(".trajectory")')
     assert browser.text('.question') in wd.questions()
     assert 'decrypted in memory' in browser.text('.trajectory .toolbar')
-    with urllib.request.urlopen(f'http://127.0.0.1:{port}/api/index') as r:
+    with urllib.request.urlopen(url + 'api/index') as r:
       assert json.load(r)['runs'][0]['n'] == 4
     _no_console_errors(browser)
-  finally:
-    proc.terminate()
-    proc.wait(timeout=30)
   assert sorted(p for p in tmp_path.rglob('*')) == before  # nothing written
 
 
@@ -224,4 +232,17 @@ def test_a_10000_trajectory_run_opens_under_2s(tiny_run, tmp_path, browser):
   browser.get((big / 'view.html').as_uri() + '#run=0&t=9999')
   browser.wait_for('return document.querySelector(".trajectory")')
   assert browser.text('.question').endswith('(variant 9999)')
+  _no_console_errors(browser)
+  # Server mode over the same run: load time, then the page opens.
+  t0 = time.monotonic()
+  with _serving(big) as url:
+    serve_s = time.monotonic() - t0
+    opened_ms = _ready(browser, url)
+    print(
+        f'server: loaded in {serve_s:.1f} s, page opened in {opened_ms:.0f} ms'
+    )
+    assert opened_ms < 2000
+    browser.get(url + '#run=0&t=5000')
+    browser.wait_for('return document.querySelector(".trajectory")')
+    assert browser.text('.question').endswith('(variant 5000)')
   _no_console_errors(browser)
