@@ -261,6 +261,8 @@ def _traj_row(i, t, res, dec, rew, task) -> Json:
       row['correct'] = rew['correct']
   if t.get('encrypted'):
     row['encrypted'] = True
+  if t.get('decrypted'):
+    row['decrypted'] = True
   return row
 
 

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from eval import decryption
 from search_agent.viewer import graph
 from search_agent.viewer import observations
 from search_agent.viewer import page
@@ -292,9 +293,16 @@ def test_encrypted_runs_stay_encrypted(workdirs, tmp_path):
   )  # numbers are in the clear
   html = page.static_html(enc, list(_runs(enc).values()))
   assert not any(q in html for q in wd.questions())
-  with pytest.raises(records.ViewerError, match='would write decrypted'):
-    page.write_static(enc, tmp_path / 'v.html', wd.CANARY)
-  assert not (tmp_path / 'v.html').exists()
+  # With the canary, the page is built in memory and sealed again.
+  page.write_static(enc, tmp_path / 'v.html', wd.CANARY)
+  sealed = (tmp_path / 'v.html').read_text()
+  answers = [json.loads(l)['answer'] for l in wd.TASKS.read_text().splitlines()]
+  assert not any(x in sealed for x in wd.questions() + answers + ['Teutberga'])
+  idx = json.loads(sealed.split('id="viewer-index">')[1].split('</script>')[0])
+  row = idx['runs'][0]['rows'][0]
+  assert row['question'] == page.SEALED and idx['runs'][0]['sealed']
+  opened = json.loads(decryption.browsecomp_decrypt(row['sealed'], wd.CANARY))
+  assert opened['question'] in wd.questions() and opened['id'] == row['id']
   app = server.ViewerApp(enc, wd.CANARY, 0)
   try:
     d = app.runs[0].detail(0)

@@ -186,6 +186,35 @@ def test_server_mode_decrypts_in_memory(tmp_path, tiny_index, browser):
   assert sorted(p for p in tmp_path.rglob('*')) == before  # nothing written
 
 
+def test_sealed_static_page_opens_with_the_canary(
+    tmp_path, tiny_index, browser
+):
+  enc = wd.encrypted_eval_run(tmp_path / 'secret' / 'enc', tiny_index)
+  out = tmp_path / 'sealed.html'
+  _view(f'--workdir={enc}', f'--out={out}', f'--canary={wd.CANARY}')
+  assert not any(q in out.read_text() for q in wd.questions())
+  _ready(browser, out.as_uri())
+  assert not set(_visible_text(browser, 'td.q')) & set(wd.questions())
+  browser.cmd(
+      'POST', f'/element/{browser.find("#canary")}/value', {'text': 'wrong'}
+  )
+  browser.click('#unseal')
+  browser.wait_for(
+      'return document.querySelector("#canary-msg").innerText.includes("does not")'
+  )
+  browser.run('document.querySelector("#canary").value = ""')
+  browser.cmd(
+      'POST', f'/element/{browser.find("#canary")}/value', {'text': wd.CANARY}
+  )
+  browser.click('#unseal')
+  browser.wait_for('return !document.querySelector("#canary-form")')
+  assert sorted(_visible_text(browser, 'td.q')) == sorted(wd.questions())
+  browser.click('tr.row[data-i="2"]')
+  browser.wait_for('return document.querySelector(".trajectory")')
+  assert browser.text('.question') in wd.questions()
+  _no_console_errors(browser)
+
+
 def _big_run(src: pathlib.Path, dst: pathlib.Path, n: int) -> None:
   """n trajectories and results: the tiny run's, renamed and varied."""
   dst.mkdir(parents=True)

@@ -43,6 +43,10 @@ async function getDetail(run, i) {
     d = await r.json();
   }
   if (!d) throw new Error('no detail for run ' + run + ' item ' + i + ' in this page');
+  if (d.sealed) {
+    if (!V.open) return { type: 'sealed' };
+    d = V.open(d.sealed);
+  }
   for (const s of d.steps || []) if (s.pool !== undefined) s.content = V.index.pool[s.pool];
   V.details.set(key, d);
   return d;
@@ -157,6 +161,36 @@ function renderCompareRuns(a, b) {
       h('td', { class: 'verdict-' + o.verdict }, o.verdict || fmt(o.reward) || o.status)); })));
 }
 
+// Encrypted benchmarks: rows and details sealed with the canary (BrowseComp's
+// scheme: XOR with SHA-256(canary) repeated), opened in this tab's memory only.
+async function opener(canary) {
+  const key = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canary)));
+  const dec = new TextDecoder('utf-8', { fatal: true });
+  return (b64) => {
+    const bin = atob(b64), out = new Uint8Array(bin.length);
+    for (let k = 0; k < bin.length; k++) out[k] = bin.charCodeAt(k) ^ key[k % key.length];
+    return JSON.parse(dec.decode(out));
+  };
+}
+
+async function unseal(canary) {
+  const open = await opener(canary);
+  const rows = V.index.runs.map((r) => r.rows.map((x) => (x.sealed ? { ...open(x.sealed), i: x.i } : x)));
+  V.open = open;
+  V.index.runs.forEach((r, k) => { r.rows = rows[k]; });
+}
+
+function canaryForm() {
+  if (V.open || !V.index.runs.some((r) => r.sealed)) return null;
+  const msg = h('span', { id: 'canary-msg', class: 'why' }, 'this page holds encrypted benchmark text; it is decrypted in this tab only');
+  const input = h('input', { id: 'canary', type: 'password', placeholder: 'canary' });
+  const submit = async (e) => {
+    e.preventDefault();
+    try { await unseal(input.value); await render(); } catch (err) { msg.textContent = 'the canary does not decrypt this page'; }
+  };
+  return h('form', { class: 'panel toolbar', id: 'canary-form', onsubmit: submit }, input, h('button', { id: 'unseal' }, 'decrypt'), msg);
+}
+
 async function render() {
   const st = parseHash();
   const main = document.querySelector('main');
@@ -170,7 +204,7 @@ async function render() {
     const run = Math.min(+(st.run || 0), V.index.runs.length - 1);
     renderHeader({ run });
     if (st.t === undefined) {
-      main.replaceChildren(h('h2', {}, V.index.runs[run].id), renderSummary(V.index.runs[run]), renderList(run, st));
+      main.replaceChildren(h('h2', {}, V.index.runs[run].id), canaryForm() || '', renderSummary(V.index.runs[run]), renderList(run, st));
     } else {
       main.replaceChildren(h('p', { class: 'muted' }, 'loading…'));
       main.replaceChildren(await renderItem(run, +st.t, st));

@@ -166,6 +166,7 @@ function otherRuns(run, d) {
 async function renderItem(run, i, st) {
   const d = await getDetail(run, i);
   const name = V.index.runs[run].id;
+  if (d.type === 'sealed') return h('div', {}, canaryForm(), h('p', { class: 'muted' }, 'encrypted: enter the canary to read it'));
   if (d.type === 'task') return taskView(d, name);
   if (d.type === 'group') return groupView(d, name);
   const others = otherRuns(run, d);
