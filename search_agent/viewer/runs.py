@@ -9,6 +9,7 @@ policy versions) and its task (reference, required claims, evidence graph).
 
 import dataclasses
 import pathlib
+import re
 from typing import Any, Callable
 
 from search_agent.viewer import graph
@@ -104,6 +105,19 @@ def _versions(tokens: Json) -> dict[str, int]:
   return out
 
 
+_REASONING = re.compile(
+    r'(?:^|\n)\**reasoning\**:\**\s*(.*?)(?=\n\**\w+\**:|\Z)', re.DOTALL | re.I
+)
+
+
+def _grade(res: Json | None) -> Json | None:
+  """The eval record, with the judge's `reasoning:` field pulled out."""
+  if not res or not res.get('judge_response'):
+    return res
+  m = _REASONING.search(res['judge_response'])
+  return {**res, 'judge_reasoning': m.group(1).strip() if m else ''}
+
+
 def _claims(task: Json | None, reward: Json | None) -> list[Json]:
   votes = (reward or {}).get('claim_votes') or []
   out = []
@@ -170,7 +184,7 @@ def load(rf: sniff.RunFiles, workdir: pathlib.Path, canary: str | None) -> Run:
       t = trajs[keys[i]]
       task = tasks.get(str(t.get('task_id')))
       dec, rew = dec_by_traj.get(keys[i]), rewards.get(keys[i])
-      extra = {'type': 'trajectory', 'grade': results.get(keys[i]), 'filter': dec,
+      extra = {'type': 'trajectory', 'grade': _grade(results.get(keys[i])), 'filter': dec,
                'reward': rew, 'task': _task_brief(task), 'claims': _claims(task, rew),
                'encrypted': bool(t.get('encrypted')), 'decrypted': bool(t.get('decrypted'))}  # fmt: skip
       return trajectories.detail(t, extra, removed=_removed(dec))

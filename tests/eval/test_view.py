@@ -36,6 +36,7 @@ def workdirs(tmp_path_factory, tiny_index):
   wd.rl_run(root / 'all' / 'rl', ev)
   wd.encrypted_eval_run(root / 'secret' / 'enc', tiny_index)
   wd.eval_run(root / 'reset' / 'run', tiny_index, *_RESETS)
+  wd.judged_eval_run(root / 'judged' / 'run', tiny_index)
   return root
 
 
@@ -44,6 +45,17 @@ _RESETS = (
     '--config.agent.context_limit=2400',
     '--config.agent.compress_at=0.5',
 )
+
+
+def test_judge_verdict_and_reason(workdirs):
+  d = _runs(workdirs / 'judged')['run'].detail(1)
+  g = d['grade']
+  assert g['correct'] is True and g['grade_method'] == 'judge'
+  assert g['judge_response'] == wd.JUDGE_REPLY
+  assert (
+      g['judge_reasoning']
+      == 'The response names Lothair II, which matches the reference.'
+  )
 
 
 def test_a_real_discard_all_reset(workdirs):

@@ -144,8 +144,17 @@ def test_open_expand_switch_compare(many_runs, browser, tmp_path):
   browser.wait_for('return location.hash === "#run=2"')
   browser.click('tr.row[data-i="1"]')
   browser.wait_for('return document.querySelector("#reward")')
-  assert 'advantage' in browser.text('#reward') and '-0.400' in browser.text(
-      '#reward'
+  reward = browser.text('#reward')
+  assert 'advantage' in reward and '-0.400' in reward
+  # Two runs task by task, then one task side by side.
+  browser.click('#run-select option[value="0"]')
+  browser.wait_for('return location.hash === "#run=0"')
+  browser.click('#compare-runs-link')
+  browser.wait_for('return document.querySelector("#compare-runs")')
+  assert len(_visible_text(browser, '#compare-runs tr.row')) == 4
+  browser.click('#compare-runs tr.row')
+  browser.wait_for(
+      'return document.querySelectorAll("#compare .trajectory").length === 2'
   )
   _no_console_errors(browser)
 
@@ -258,6 +267,14 @@ def test_a_10000_trajectory_run_opens_under_2s(tiny_run, tmp_path, browser):
       'return document.querySelector("#page-info").innerText.startsWith("page 2 ")'
   )
   assert _visible_text(browser, 'td.q')[0].endswith('(variant 50)')
+  browser.run(
+      'const s = document.querySelector("#search"); s.value = "variant 9998";'
+      ' s.dispatchEvent(new Event("change"))'
+  )
+  browser.wait_for(
+      'return document.querySelector("#page-info").innerText.includes("1 of 10000")'
+  )
+  assert _visible_text(browser, 'td.q')[0].endswith('(variant 9998)')
   browser.get((big / 'view.html').as_uri() + '#run=0&t=9999')
   browser.wait_for('return document.querySelector(".trajectory")')
   assert browser.text('.question').endswith('(variant 9999)')

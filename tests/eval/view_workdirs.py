@@ -38,6 +38,19 @@ def eval_run(
   return workdir
 
 
+JUDGE_REPLY = (
+    'extracted_final_answer: Lothair II\nreasoning: The response names'
+    ' Lothair II, which matches the reference.\ncorrect: yes\nconfidence: 80'
+)
+
+
+def judged_eval_run(workdir: pathlib.Path, index: pathlib.Path) -> pathlib.Path:
+  """eval.run :tiny graded by a scripted LLM judge (BrowseComp grader reply)."""
+  return eval_run(workdir, index, '--config.judge.kind=scripted',
+                  '--config.judge.name=scripted-judge',
+                  f'--config.judge.script=({JUDGE_REPLY!r},)')  # fmt: skip
+
+
 def questions() -> list[str]:
   return [
       json.loads(l)['question']

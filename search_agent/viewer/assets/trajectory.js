@@ -19,7 +19,8 @@ function gradePanel(d) {
   return h('div', { class: 'panel', id: 'grade' }, h('h3', {}, 'Judge ', verdictBadge(g)), kv([
     ['prediction', g.prediction ?? d.final_answer], ['reference', g.reference ?? (d.task || {}).answer],
     ['method', g.grade_method], ['confidence', g.confidence], ['extracted answer', g.extracted_answer],
-    ['judge reason', g.judge_response ? h('pre', {}, g.judge_response) : null], ['judge error', g.judge_error],
+    ['judge reason', g.judge_reasoning], ['judge reply', g.judge_response ? h('details', {}, h('summary', {}, `${g.judge_response.length} chars`), h('pre', {}, g.judge_response)) : null],
+    ['judge error', g.judge_error],
     ['judge attempts', g.judge_attempts], ['leaked URLs', (g.leaked_urls || []).join(' ')],
     ['redacted', g.redacted ? 'yes (encrypted benchmark: no text stored in results)' : null]]));
 }
