@@ -28,8 +28,11 @@ def _hit(block: str) -> dict[str, Any] | None:
     hit['url'] = rest.pop(0)[len('URL: ') :]
   body = '\n'.join(rest)
   for key in ('Evidence', 'Summary', 'Note'):
-    m = re.search(rf'(?:^|\n){key}:\n?(.*?)(?=\n(?:Evidence|Summary|Note):|\Z)',
-                  body, re.DOTALL)  # fmt: skip
+    m = re.search(
+        rf'(?:^|\n){key}:\n?(.*?)(?=\n(?:Evidence|Summary|Note):|\Z)',
+        body,
+        re.DOTALL,
+    )
     if m:
       hit[key.lower()] = m.group(1).strip()
   if not any(k in hit for k in ('evidence', 'summary', 'note')):
@@ -55,9 +58,13 @@ def parse(content: str) -> list[dict[str, Any]]:
     head = _SEARCH_HEAD.match(chunk.split('\n', 1)[0])
     if head:
       blocks.append(
-          {'kind': 'search', 'query': head['query'], 'status': head['rest'],
-           'hits': []}
-      )  # fmt: skip
+          {
+              'kind': 'search',
+              'query': head['query'],
+              'status': head['rest'],
+              'hits': [],
+          }
+      )
       continue
     hit = _hit(chunk)
     if hit is not None and blocks and blocks[-1]['kind'] in ('search', 'pages'):

@@ -22,22 +22,45 @@ def _pct(x: float | None) -> str:
 def _eval(s: Json, manifest: Json | None) -> tuple[list[Json], list[Json]]:
   ci, tools, ctx = s['ci'], s.get('tools', {}), s.get('context', {})
   cards = [
-      {'label': 'pass@1', 'value': f'{_pct(s["pass_at_1"])} ({s["correct"]}/{s["graded"]})',
-       'note': f'95% {ci.get("method", "wilson")} interval {_pct(ci["low"])} – {_pct(ci["high"])}'},
-      {'label': 'pass@1 (judge errors as wrong)', 'value': _pct(s.get('pass_at_1_strict'))},
-      {'label': 'questions / graded / judge errors',
-       'value': f'{s["questions"]} / {s["graded"]} / {s["judge_errors"]}'},
-      {'label': 'tool calls per question',
-       'value': f'{tools.get("calls_mean", 0):.2f} mean, {tools.get("calls_median", 0)} median, {tools.get("calls_max", 0)} max'},
+      {
+          'label': 'pass@1',
+          'value': f'{_pct(s["pass_at_1"])} ({s["correct"]}/{s["graded"]})',
+          'note': f'95% {ci.get("method", "wilson")} interval {_pct(ci["low"])} – {_pct(ci["high"])}',
+      },
+      {
+          'label': 'pass@1 (judge errors as wrong)',
+          'value': _pct(s.get('pass_at_1_strict')),
+      },
+      {
+          'label': 'questions / graded / judge errors',
+          'value': f'{s["questions"]} / {s["graded"]} / {s["judge_errors"]}',
+      },
+      {
+          'label': 'tool calls per question',
+          'value': f'{tools.get("calls_mean", 0):.2f} mean, {tools.get("calls_median", 0)} median, {tools.get("calls_max", 0)} max',
+      },
       {'label': 'invalid turns', 'value': str(tools.get('invalid_turns', 0))},
-      {'label': 'context resets', 'value': str(ctx.get('resets', 0)),
-       'note': f'peak prompt tokens mean {ctx.get("peak_prompt_tokens_mean") or 0:.0f}, max {ctx.get("peak_prompt_tokens_max")}'},
-      {'label': 'blocked URLs in tool traffic', 'value': str(s.get('leakage_flagged', 0))},
-  ]  # fmt: skip
+      {
+          'label': 'context resets',
+          'value': str(ctx.get('resets', 0)),
+          'note': f'peak prompt tokens mean {ctx.get("peak_prompt_tokens_mean") or 0:.0f}, max {ctx.get("peak_prompt_tokens_max")}',
+      },
+      {
+          'label': 'blocked URLs in tool traffic',
+          'value': str(s.get('leakage_flagged', 0)),
+      },
+  ]
   cp = (manifest or {}).get('context_policy')
   if cp:
-    cards.append({'label': 'context policy', 'value': cp.get('policy', ''),
-                  'note': ', '.join(f'{k}={v}' for k, v in cp.items() if k != 'policy')})  # fmt: skip
+    cards.append(
+        {
+            'label': 'context policy',
+            'value': cp.get('policy', ''),
+            'note': ', '.join(
+                f'{k}={v}' for k, v in cp.items() if k != 'policy'
+            ),
+        }
+    )
   bars = [
       {'title': 'tool calls by tool', 'counts': tools.get('calls_by_tool', {})},
       {'title': 'statuses', 'counts': s.get('statuses', {})},
@@ -50,9 +73,18 @@ def _funnel_table(report: Json) -> Json | None:
   stages = report.get('stages') if isinstance(report, dict) else None
   if not isinstance(stages, list):
     return None
-  rows = [[st.get('name', ''), st.get('in', ''), st.get('kept', ''), st.get('removed', ''),
-           st.get('errors', ''), ', '.join(f'{k}: {v}' for k, v in (st.get('reasons') or {}).items())]
-          for st in stages if isinstance(st, dict)]  # fmt: skip
+  rows = [
+      [
+          st.get('name', ''),
+          st.get('in', ''),
+          st.get('kept', ''),
+          st.get('removed', ''),
+          st.get('errors', ''),
+          ', '.join(f'{k}: {v}' for k, v in (st.get('reasons') or {}).items()),
+      ]
+      for st in stages
+      if isinstance(st, dict)
+  ]
   return {
       'title': 'filter funnel',
       'head': ['stage', 'in', 'kept', 'removed', 'errors', 'reasons'],
@@ -132,15 +164,18 @@ def _context_cards(trajs: dict[str, Json]) -> list[Json]:
       events[ev.get('policy', '?')] += 1
   if not policies:
     return []
-  return [{'label': 'context policies', 'value': ', '.join(f'{k} ({v})' for k, v in policies.items()),
-           'note': 'resets: ' + (', '.join(f'{k} {v}' for k, v in events.items()) or 'none')}]  # fmt: skip
+  return [
+      {
+          'label': 'context policies',
+          'value': ', '.join(f'{k} ({v})' for k, v in policies.items()),
+          'note': 'resets: '
+          + (', '.join(f'{k} {v}' for k, v in events.items()) or 'none'),
+      }
+  ]
 
 
-def build(
-    *, rows, report, manifest, funnel, results, decisions, metrics, trajs
-) -> Json:
+def build(*, rows, report, manifest, funnel, results, metrics, trajs) -> Json:
   """The summary of one run (see the module docstring for its shape)."""
-  del decisions  # their counts come through the rows
   cards, bars, tables = [], [], []
   s = (report or {}).get('summary') if isinstance(report, dict) else None
   if s is None and results:
@@ -174,5 +209,10 @@ def build(
       and raw['report'].get('manifest') == manifest
   ):
     raw['report'] = {k: v for k, v in raw['report'].items() if k != 'manifest'}
-  return {'cards': cards, 'bars': [b for b in bars if b['counts']], 'tables': tables,
-          'charts': _charts(metrics), 'json': raw}  # fmt: skip
+  return {
+      'cards': cards,
+      'bars': [b for b in bars if b['counts']],
+      'tables': tables,
+      'charts': _charts(metrics),
+      'json': raw,
+  }

@@ -5,6 +5,7 @@ Real workdirs (eval.run :tiny over the bundled 2Wiki index, filtering.run
 test_view_browser.py.
 """
 
+import ast
 import json
 import pathlib
 import subprocess
@@ -106,6 +107,32 @@ def test_the_viewer_runs_without_jax():
       check=False,
   )
   assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+
+
+def test_viewer_modules_import_no_model_or_trainer_code():
+  """Direct imports too (the subprocess check above sees transitive ones)."""
+  banned = (
+      'jax',
+      'flax',
+      'optax',
+      'maxtext',
+      'search_agent.model',
+      'search_agent.train',
+  )
+  files = [
+      _REPO / 'eval/view.py',
+      *sorted((_REPO / 'search_agent/viewer').glob('*.py')),
+  ]
+  bad = []
+  for f in files:
+    for node in ast.walk(ast.parse(f.read_text())):
+      names = (
+          [a.name for a in node.names] if isinstance(node, ast.Import) else []
+      )
+      if isinstance(node, ast.ImportFrom) and node.module:
+        names = [node.module]
+      bad += [f'{f.name}: {n}' for n in names if n.startswith(banned)]
+  assert len(files) > 8 and not bad, bad
 
 
 def test_every_kind_of_workdir_is_found_and_joined(workdirs):
