@@ -133,6 +133,7 @@ def load(rf: sniff.RunFiles, workdir: pathlib.Path, canary: str | None) -> Run:
       results=list(d.results.values()),
       metrics=d.metrics,
       trajs=d.trajs,
+      rewards=d.rewards,
   )
   kinds = sniff.KINDS + ('report', 'manifest', 'funnel')
   return Run(

@@ -174,7 +174,24 @@ def _context_cards(trajs: dict[str, Json]) -> list[Json]:
   ]
 
 
-def build(*, rows, report, manifest, funnel, results, metrics, trajs) -> Json:
+def _version_bars(rewards: dict[str, Json]) -> list[Json]:
+  """Trained tokens per policy version over the run's scored rollouts."""
+  counts = collections.Counter()
+  for r in rewards.values():
+    counts.update({int(k): n for k, n in (r.get('versions') or {}).items()})
+  if not counts:
+    return []
+  return [
+      {
+          'title': 'trained tokens by policy version',
+          'counts': {f'v{k}': n for k, n in sorted(counts.items())},
+      }
+  ]
+
+
+def build(
+    *, rows, report, manifest, funnel, results, metrics, trajs, rewards=None
+) -> Json:
   """The summary of one run (see the module docstring for its shape)."""
   cards, bars, tables = [], [], []
   s = (report or {}).get('summary') if isinstance(report, dict) else None
@@ -191,6 +208,7 @@ def build(*, rows, report, manifest, funnel, results, metrics, trajs) -> Json:
       if b['title'] not in seen and not (s and b['title'] == 'status counts')
   ]
   cards += _context_cards(trajs)
+  bars += _version_bars(rewards or {})
   funnel_table = _funnel_table(report)
   if funnel_table:
     tables.append(funnel_table)

@@ -47,6 +47,7 @@ def _token_stats(traj: Json) -> tuple[Json | None, dict[int, Json]]:
   tokens = traj.get('tokens')
   if not tokens:
     return None, per_msg
+  per_msg = _per_turn(traj) or per_msg
   mask = tokens.get('loss_mask', ())
   versions = tokens.get('versions', ())
   lps = [lp for lp, m in zip(tokens.get('logprobs', ()), mask) if m]
@@ -59,6 +60,49 @@ def _token_stats(traj: Json) -> tuple[Json | None, dict[int, Json]]:
       'routed_experts': tokens.get('routed_experts') is not None,
       'mask_runs': _runs(mask),
   }, per_msg
+
+
+def _segments(tokens: Json) -> list[Json]:
+  """Generated spans (maximal runs of version != -1), one per model call."""
+  out: list[Json] = []
+  prev = -1
+  cols = zip(tokens.get('versions', ()), tokens.get('loss_mask', ()),
+             tokens.get('logprobs', ()))  # fmt: skip
+  for v, m, lp in cols:
+    if v != -1:
+      if prev == -1:
+        out.append({'n': 0, 'trained': 0, 'versions': set(), 'lp': []})
+      seg = out[-1]
+      seg['n'] += 1
+      seg['trained'] += bool(m)
+      seg['versions'].add(v)
+      seg['lp'].append(lp)
+    prev = v
+  return [
+      {
+          'n': g['n'],
+          'trained': g['trained'],
+          'version': '/'.join(str(v) for v in sorted(g['versions'])),
+          'mean_logprob': statistics.fmean(g['lp']),
+      }
+      for g in out
+  ]
+
+
+def _per_turn(traj: Json) -> dict[int, Json]:
+  """Token stats per assistant message, from the token-exact record.
+
+  The k-th generated span is the k-th assistant turn (each call's output is
+  contiguous, bounded by prompt tokens); when the counts differ (a record
+  from another writer) no turn is given numbers.
+  """
+  segs = _segments(traj.get('tokens') or {})
+  turns = [
+      i
+      for i, m in enumerate(traj.get('messages', ()))
+      if m.get('role') == 'assistant'
+  ]
+  return dict(zip(turns, segs)) if len(segs) == len(turns) else {}
 
 
 def _runs(mask) -> list[list[int]]:

@@ -234,7 +234,24 @@ def test_rl_rewards_advantages_versions(workdirs):
       '4': 2,
   }
   assert d['tokens']['mask_runs'] == [[0, 4], [1, 4], [0, 2], [1, 2]]
+  turns = {
+      s['i']: s.get('tokens') for s in d['steps'] if s['role'] == 'assistant'
+  }
+  assert turns[2] == {
+      'n': 4,
+      'trained': 4,
+      'version': '3',
+      'mean_logprob': -0.5,
+  }
+  assert turns[4] == {
+      'n': 2,
+      'trained': 2,
+      'version': '4',
+      'mean_logprob': -0.25,
+  }
   assert [c['title'] for c in run.summary['charts']] == ['loss', 'reward_mean']
+  bars = {b['title']: b['counts'] for b in run.summary['bars']}
+  assert bars['trained tokens by policy version'] == {'v3': 8, 'v4': 4}
 
 
 def test_loss_reasons():

@@ -94,7 +94,7 @@ function stepEl(s) {
   return h('details', { class: `step ${s.role}${s.trains || s.role !== 'assistant' ? '' : ' masked'}`, id: 'step-' + s.i, open },
     h('summary', {}, h('span', { class: 'muted' }, '#' + s.i + ' '), badge, s.invalid ? h('span', { class: 'badge bad' }, 'invalid') : null, head),
     h('div', { class: 'step-body' },
-      h('div', { class: 'why' }, s.why, s.tokens ? ` · ${s.tokens.n} tokens, policy v${s.tokens.version}, mean logprob ${fmt(s.tokens.mean_logprob)}` : ''),
+      h('div', { class: 'why tokens-line' }, s.why, s.tokens ? ` · ${s.tokens.n} tokens${s.tokens.trained !== undefined ? ` (${s.tokens.trained} with loss)` : ''}, policy v${s.tokens.version}, mean logprob ${fmt(s.tokens.mean_logprob)}` : ''),
       s.left_context ? h('div', { class: 'why' }, '⤷ ' + s.left_context) : null,
       s.reasoning ? h('details', { class: 'reasoning' }, h('summary', {}, `reasoning (${s.reasoning.length} chars)`), h('div', { class: 'text' }, s.reasoning)) : null,
       s.role === 'tool' ? observation(s) : h('div', { class: 'text' }, s.content),
