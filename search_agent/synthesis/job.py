@@ -61,7 +61,7 @@ def run_job(
       job.anchor,
       job.max_hops,
       job.max_graphs,
-      **({'extract': extract} if extract else {}),
+      extract,
   )
   built = roles.build(job, prep, workdir)
   engine = tantivy_engine(index_dir)
@@ -83,6 +83,8 @@ def run_job(
     )  # fmt: skip
   finally:
     engine.close()
+    if hasattr(roles, 'close'):
+      roles.close()
   manifest = {
       'mode': job.mode,
       'roles': job.programmatic_roles(),

@@ -13,7 +13,8 @@ get solver attempts within each graph's solver budget:
                                confidence → kept apart as a hard candidate
 In RL-pool mode an accepted proposal is verified once more (constraints
 against the evidence, alternative answers) and goes back when that fails.
-A graph stops when it reaches `max_tasks_per_graph`, its revision budget,
+A proposal the generator itself rejected (Iris's abstraction check) goes
+back before the controller. A graph stops when it reaches `max_tasks_per_graph`, its revision budget,
 or its generator has nothing left. Without a critic or solver (the :tiny
 run) those stages are skipped and recorded as such.
 """
@@ -58,6 +59,7 @@ class _State:
   feedback: list = dataclasses.field(default_factory=list)
   decisions: list = dataclasses.field(default_factory=list)
   accepted: list = dataclasses.field(default_factory=list)
+  asked: set = dataclasses.field(default_factory=set)
   hard: list = dataclasses.field(default_factory=list)
   done: bool = False
 
@@ -119,6 +121,23 @@ class SynthesisLoop:
     return [self._record(s) for s in states]
 
   async def _round(self, live: list[tuple[_State, Proposal]]) -> None:
+    checked = []
+    for s, p in live:
+      entry = {'proposal': p.to_json(), 'controller': {'passed': False}}
+      if p.meta.get('rejected'):  # the generator's own check (Iris)
+        self._decide(
+            s, entry, f'returned:generator:{p.meta["rejected"]}',
+            p.meta.get('reason', ''),
+        )  # fmt: skip
+      elif p.question in s.asked:
+        self._decide(
+            s, entry, 'returned:repeated', 'the same question was proposed'
+            ' before for this graph; revise it',
+        )  # fmt: skip
+      else:
+        s.asked.add(p.question)
+        checked.append((s, p))
+    live = checked
     verdicts = self.controller.check_batch([p for _, p in live])
     passed = []
     for (s, p), v in zip(live, verdicts):
@@ -184,7 +203,11 @@ class SynthesisLoop:
     entry['validity'] = [dataclasses.asdict(r) for r in reviews]
     if reviews and all(r.valid and r.confidence == 'high' for r in reviews):
       s.hard.append(p.id)
-      return self._decide(s, entry, 'hard_candidate', 'all reviews valid')
+      return self._decide(
+          s, entry, 'hard_candidate',
+          f'all {len(reviews)} reviews valid with high confidence; kept'
+          ' apart, the loop continues with a revision', attempt,
+      )  # fmt: skip
     self._decide(s, entry, 'returned:invalid_after_long_failure', '', attempt)
 
   async def _accept(self, s: _State, p: Proposal, entry: dict) -> None:
@@ -207,7 +230,7 @@ class SynthesisLoop:
     entry['decision'] = decision
     entry['reason'] = reason
     s.decisions.append(entry)
-    if decision not in ('accepted', 'hard_candidate'):
+    if decision != 'accepted':
       fb: dict[str, Any] = {'decision': decision, 'reason': reason}
       if attempt is not None:
         fb.update(

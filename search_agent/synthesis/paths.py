@@ -14,7 +14,7 @@ so no question is proposed twice.
 """
 
 import hashlib
-from typing import Any, Iterable, Sequence
+from typing import Any, Container, Iterable, Sequence
 
 from search_agent.synthesis import records
 from search_agent.synthesis.graph import AnchorGraph
@@ -41,8 +41,13 @@ def paths_from(
     claims: dict[str, list[PageClaim]],
     members: set[str],
     max_hops: int,
+    hop_relations: Container[str] | None = records.ENTITY_RELATIONS,
 ) -> list[Path]:
-  """Every path of 1..max_hops claims from `start` inside `members`."""
+  """Every path of 1..max_hops claims from `start` inside `members`.
+
+  A hop continues through a claim's object page when its relation is in
+  `hop_relations` (None: any claim with an object page, for LLM claims).
+  """
   out: list[Path] = []
 
   def walk(page: str, chain: tuple[PageClaim, ...], visited: set[str]):
@@ -55,7 +60,7 @@ def paths_from(
       if (
           len(path) < max_hops
           and nxt in members
-          and c.relation in records.ENTITY_RELATIONS
+          and (hop_relations is None or c.relation in hop_relations)
       ):
         walk(nxt, path, visited | {nxt})
 
@@ -78,6 +83,7 @@ def evidence_graphs(
     claims: dict[str, list[PageClaim]],
     max_hops: int = 3,
     min_hops: int = 1,
+    hop_relations: Container[str] | None = records.ENTITY_RELATIONS,
 ) -> tuple[list[EvidenceGraph], dict[str, Any]]:
   """Evidence graphs of all anchor graphs, each path used once."""
   fclaims = functional_claims(claims)
@@ -88,7 +94,7 @@ def evidence_graphs(
     members = set(anchor.nodes)
     by_answer: dict[str, list[Path]] = {}
     for start in anchor.nodes:
-      for p in paths_from(start, fclaims, members, max_hops):
+      for p in paths_from(start, fclaims, members, max_hops, hop_relations):
         key = _path_key(p)
         if p.hops < min_hops or key in taken:
           continue

@@ -70,19 +70,33 @@ def prepare(
     anchor: graph_lib.AnchorConfig,
     max_hops: int,
     max_graphs: int,
-    extract: ClaimFn = patterns.extract_all,
+    extract: ClaimFn | None = None,
 ) -> Prepared:
-  """Reads the corpus, extracts claims, samples anchor and evidence graphs."""
+  """Reads the corpus, samples anchor graphs, extracts claims, finds paths.
+
+  The pattern extractor (default) reads every page (the controller's
+  uniqueness check needs all claims); an LLM extractor reads only the
+  anchor graphs' pages, and its free-form relations may all be hops.
+  """
   docs_list, links_note = sources.read_corpus(spec)
   docs_list = list(docs_list)
   docs = {d.doc_id: d for d in docs_list}
   types = {d.doc_id: entities.entity_type(d) for d in docs_list}
-  claims = extract(docs_list, entities.title_index(docs_list))
   link_graph = graph_lib.LinkGraph(docs_list)
   anchors, anchor_counts = graph_lib.anchor_graphs(
       link_graph, types, anchor, entities.TYPES
   )
-  graphs, graph_counts = paths_lib.evidence_graphs(anchors, claims, max_hops)
+  titles = entities.title_index(docs_list)
+  if extract is None:
+    claims = patterns.extract_all(docs_list, titles)
+    hop_relations = paths_lib.records.ENTITY_RELATIONS
+  else:
+    nodes = dict.fromkeys(n for a in anchors for n in a.nodes)
+    claims = extract([docs[n] for n in nodes], titles)
+    hop_relations = None
+  graphs, graph_counts = paths_lib.evidence_graphs(
+      anchors, claims, max_hops, hop_relations=hop_relations
+  )
   if max_graphs:
     graphs = graphs[:max_graphs]
   type_counts: dict[str, int] = {}
@@ -129,15 +143,17 @@ def run_loop(
   return len(todo)
 
 
-def collect_tasks(prep: Prepared, journal: journal_lib.Journal):
-  """Tasks of accepted proposals, in evidence-graph order; dedup count."""
+def collect_tasks(
+    prep: Prepared, journal: journal_lib.Journal, decision: str = 'accepted'
+):
+  """Tasks of proposals with `decision`, in graph order; dedup count."""
   out = []
   for g in prep.graphs:
     rec = journal.records.get(g.id)
     if rec is None:
       continue
     for e in rec['decisions']:
-      if e['decision'] != 'accepted':
+      if e['decision'] != decision:
         continue
       p = Proposal.from_json(e['proposal'])
       required = e.get('required_claims')
@@ -184,6 +200,10 @@ def write_outputs(
         workdir / f'tasks.{name}.jsonl',
         [dict(t.to_json(), meta=dict(t.meta, split=name)) for t in rows],
     )
+  hard, _ = collect_tasks(prep, journal, 'hard_candidate')
+  journal_lib.write_jsonl_atomic(
+      workdir / 'tasks.hard_candidates.jsonl', [t.to_json() for t in hard]
+  )
   records = [journal.records[g.id] for g in prep.graphs if journal.done(g.id)]
   journal_lib.write_jsonl_atomic(
       workdir / 'decisions.jsonl',
@@ -206,6 +226,7 @@ def write_outputs(
           'duplicate_questions_dropped': duplicates,
           'train': len(train),
           'heldout': len(held),
+          'hard_candidates': len(hard),
           'hops_train': _hops(train),
           'hops_heldout': _hops(held),
           'shared_evidence_pages': len(split_lib.shared_pages(train, held)),

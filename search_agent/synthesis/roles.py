@@ -53,6 +53,7 @@ class Attempt:
     calls: Search + visit calls made.
     recent_actions: The last tool calls, as short strings (feedback).
     status: The rollout's end status.
+    trajectory: The rollout (agent/trajectory.py JSON), when kept.
   """
 
   answer: str | None
@@ -60,6 +61,7 @@ class Attempt:
   calls: int
   recent_actions: tuple[str, ...] = ()
   status: str = ''
+  trajectory: dict[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
