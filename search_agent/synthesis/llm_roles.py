@@ -18,6 +18,7 @@ from search_agent.synthesis import entities
 from search_agent.synthesis import patterns
 from search_agent.synthesis import prompting
 from search_agent.synthesis import roles
+from search_agent.synthesis import templates
 from search_agent.synthesis.records import EvidenceGraph
 from search_agent.synthesis.records import PageClaim
 from search_agent.synthesis.records import Proposal
@@ -143,9 +144,6 @@ class LLMGenerator:
     answer_title = (
         self._titles.get(path.answer_doc) if path.answer_doc else None
     )
-    from search_agent.synthesis import \
-        templates  # pylint: disable=g-import-not-at-top
-
     return Proposal(
         id=roles.proposal_id(graph.id, revision, question),
         graph=graph.id,

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import tqdm
 
+from search_agent.agent.task import Claim
 from search_agent.corpus import sources
 from search_agent.corpus.record import Document
 from search_agent.search.tantivy_build import build_tantivy_index
@@ -170,9 +171,6 @@ def collect_tasks(
 
 
 def _claims(items):
-  from search_agent.agent.task import \
-      Claim  # pylint: disable=g-import-not-at-top
-
   return tuple(Claim(**c) for c in items)
 
 

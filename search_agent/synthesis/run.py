@@ -17,6 +17,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from search_agent.synthesis import job as job_lib
+from search_agent.synthesis import llm_setup
 from search_agent.synthesis import settings
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -32,10 +33,7 @@ def main(argv):
   roles = None
   if any(k not in ('pattern', 'template', 'none', 'path')
          for k in job.roles.values()):  # fmt: skip
-    from search_agent.synthesis import \
-        llm_roles  # pylint: disable=g-import-not-at-top
-
-    roles = llm_roles.LLMRoles()
+    roles = llm_setup.LLMRoles()
   report = job_lib.run_job(job, _WORKDIR.value, roles)
   print(json.dumps(report['tasks']))
   print(

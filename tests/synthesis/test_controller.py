@@ -1,5 +1,6 @@
 """Controller checks against the real corpus, claims and search engine."""
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -107,8 +108,6 @@ def test_named_start_is_exempt_only_when_configured(prepared, engine):
 
 def test_template_questions_never_contain_their_answer(prepared, controller):
   gen = roles.TemplateGenerator(prepared.docs, prepared.types)
-  import asyncio  # pylint: disable=g-import-not-at-top
-
   props = [asyncio.run(gen.propose(g, 0, ())) for g in prepared.graphs[:400]]
   verdicts = controller.check_batch(props)
   assert sum(v.passed for v in verdicts) > 300

@@ -13,6 +13,7 @@ from search_agent.synthesis import roles
 from search_agent.synthesis.controller import Controller
 from search_agent.synthesis.loop import LoopConfig
 from search_agent.synthesis.loop import SynthesisLoop
+from search_agent.synthesis.records import Proposal
 
 
 class _Solver:
@@ -151,9 +152,6 @@ def test_relation_helpers():
 
 def test_dual_verification(prepared):
   graph = next(g for g in prepared.graphs if g.paths[0].hops == 1)
-  from search_agent.synthesis.records import \
-      Proposal  # pylint: disable=g-import-not-at-top
-
   p = Proposal(id='p', graph=graph.id, question='Q?', answer=graph.answer,
                aliases=(), path=graph.paths[0], generator='t')  # fmt: skip
   no_match = ScriptedLLM(lambda m: json.dumps({'match': False}), name='j')

@@ -1,6 +1,7 @@
 """The LLM-role loop's wiring with scripted clients (never a model test)."""
 
 import json
+import shutil
 
 import pytest
 
@@ -23,8 +24,6 @@ def _job(variant, tmp_path, **loop):
 
 
 def _run(job, workdir, llms, bundled_index):
-  import shutil  # pylint: disable=g-import-not-at-top
-
   if not (workdir / 'index').exists():
     shutil.copytree(bundled_index, workdir / 'index')
   return job_lib.run_job(job, workdir, llm_setup.LLMRoles(llms))
