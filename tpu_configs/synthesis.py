@@ -95,6 +95,18 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
                     'verifier', 'reference')  # fmt: skip
       }
   )
+  # Iris (synthesis.iris.IrisConfig): k coupled relations on the reasoning
+  # path, n closed-book samples that must all be wrong, the seed subgraph's
+  # size (pages, chars per page, pages retrieved for the fixed answer).
+  c.iris = ml_collections.ConfigDict(
+      dict(
+          min_relations=2,
+          closed_book_samples=4,
+          page_chars=1500,
+          max_pages=8,
+          retrieve_k=5,
+      )
+  )
   c.chunk_size = 256  # evidence graphs per journalled chunk
   c.heldout_fraction = 0.2
   c.seed = 0

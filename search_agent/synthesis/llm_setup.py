@@ -63,13 +63,13 @@ class LLMRoles:
     if job.mode == 'iris':
       out['generator'] = iris.IrisGenerator(
           self.llm(job, workdir, 'generator'), self.engine, docs,
-          iris.IrisConfig(),
+          job.iris,
       )  # fmt: skip
       out['verifier'] = iris.DualVerifier(
           self.llm(job, workdir, 'reference'),
           self.llm(job, workdir, 'judge'),
           docs,
-          iris.IrisConfig(),
+          job.iris,
       )
     elif job.role('generator') == 'llm':
       out['generator'] = llm_roles.LLMGenerator(

@@ -8,6 +8,7 @@ import ml_collections
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.synthesis.controller import ControllerConfig
 from search_agent.synthesis.graph import AnchorConfig
+from search_agent.synthesis.iris import IrisConfig
 from search_agent.synthesis.loop import LoopConfig
 
 ROLE_CHOICES = {
@@ -37,6 +38,7 @@ class SynthesisJob:
     max_graphs: Use at most this many evidence graphs (0 = all).
     controller: Controller checks.
     loop: Loop budgets and thresholds.
+    iris: Iris settings (mode 'iris').
     roles: Role → kind (see ROLE_CHOICES).
     llm: Role → LLM config section (llm.registry fields).
     chunk_size: Evidence graphs per journalled chunk.
@@ -53,6 +55,7 @@ class SynthesisJob:
   max_graphs: int = 0
   controller: ControllerConfig = ControllerConfig()
   loop: LoopConfig = LoopConfig()
+  iris: IrisConfig = IrisConfig()
   roles: dict[str, str] = dataclasses.field(default_factory=dict)
   llm: dict[str, Any] = dataclasses.field(default_factory=dict)
   chunk_size: int = 256
@@ -108,6 +111,7 @@ def job_from_config(c: ml_collections.ConfigDict) -> SynthesisJob:
       max_graphs=d['max_graphs'],
       controller=ControllerConfig(**d['controller']),
       loop=LoopConfig(**d['loop']),
+      iris=IrisConfig(**d['iris']),
       roles=dict(d['roles']),
       llm={k: dict(v) for k, v in d['llm'].items()},
       chunk_size=d['chunk_size'],
