@@ -80,7 +80,7 @@ def funnel(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 def _calls(calls: list[int]) -> dict[str, Any]:
   if not calls:
-    return {'n': 0, 'note': 'no solver attempts (no solver configured)'}
+    return {'n': 0, 'note': 'no accepted task has a solver attempt'}
   hist = collections.Counter(min(c // 25 * 25, 200) for c in calls)
   return {
       'n': len(calls),

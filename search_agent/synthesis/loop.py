@@ -208,7 +208,13 @@ class SynthesisLoop:
           f'all {len(reviews)} reviews valid with high confidence; kept'
           ' apart, the loop continues with a revision', attempt,
       )  # fmt: skip
-    self._decide(s, entry, 'returned:invalid_after_long_failure', '', attempt)
+    why = (
+        'no critic configured to review the long failure'
+        if not reviews
+        else f'{sum(r.valid and r.confidence == "high" for r in reviews)} of'
+        f' {len(reviews)} reviews valid with high confidence'
+    )
+    self._decide(s, entry, 'returned:invalid_after_long_failure', why, attempt)
 
   async def _accept(self, s: _State, p: Proposal, entry: dict) -> None:
     if self.verifier is not None:

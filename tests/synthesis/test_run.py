@@ -58,6 +58,10 @@ def test_tiny_contract(contract_run, prepared):
     assert set(t.evidence) <= titles
     assert t.meta['evidence_path'] == list(t.evidence)
     assert len(t.meta['hop_claims']) == t.meta['hops']
+    hops = t.meta['hop_claims']
+    assert t.answer in hops[-1]['passage']
+    for a, b in zip(hops, hops[1:]):
+      assert a['object_page'] == b['subject'] and a['object'] in a['passage']
     for form in (t.answer,) + t.aliases:
       assert normalize_answer(form) not in normalize_answer(t.question)
       assert form.lower() not in t.question.lower()
@@ -115,3 +119,24 @@ def test_sigkill_then_resume_writes_each_graph_once(
   manifest = json.loads((w / 'manifest.json').read_text())
   assert manifest['resumed_graphs'] == lines_before
   assert manifest['graphs_run_now'] == 900 - lines_before
+
+
+def test_binary_with_a_configured_solver_policy(tmp_path, bundled_index):
+  """:tiny with the agent solver; the policy is the registry's scripted kind
+  (one search, then an answer): the binary's LLM path, wiring only."""
+  w = _workdir(tmp_path, bundled_index, 'solver')
+  search = json.dumps({'name': 'search', 'arguments': {'query': ['x']}})
+  script = (f'<tool_call>{search}</tool_call>', '<answer>1948</answer>')
+  overrides = (
+      '--config.max_graphs=8', '--config.roles.solver=agent',
+      '--config.llm.solver.kind=scripted', '--config.loop.min_solver_calls=1',
+      f'--config.llm.solver.script={json.dumps(list(script))}',
+  )  # fmt: skip
+  subprocess.run(_cmd(w, *overrides), cwd=REPO, env=_env(), check=True,
+                 timeout=300)  # fmt: skip
+  decisions = [json.loads(l) for l in open(w / 'decisions.jsonl')]
+  kinds = {d['decision'] for d in decisions}
+  assert kinds & {'accepted', 'returned:invalid_after_long_failure'}
+  manifest = json.loads((w / 'manifest.json').read_text())
+  assert manifest['roles']['solver'] == 'agent (scripted)'
+  assert list((w / 'llm_cache' / 'solver').glob('*/*.json'))
