@@ -1,12 +1,16 @@
 """The eval behind `python -m eval.run`: run, grade, report.
 
-1. Every question not yet in `trajectories.jsonl` (or whose run failed)
-   runs as a single ReAct agent or as the MAS, `concurrency` at a time
-   (crashes become 'failed' trajectories; an interrupted eval resumes).
-2. Every trajectory without a result, or whose judge failed before, is
-   graded (`grading.py`) and appended to `results.jsonl`.
+1. Every rollout (question x repeat) not yet in `trajectories.jsonl` (or
+   whose run failed) runs as a single ReAct agent or as the MAS,
+   `concurrency` at a time (crashes become 'failed' trajectories; an
+   interrupted eval resumes), and is graded as soon as it ends
+   (`rollouts.py`, with progress lines).
+2. Every other trajectory without a result, or whose judge failed before,
+   is graded (`grading.py`) and appended to `results.jsonl`.
 3. `report.json`, `report.md` and `manifest.json` are written from the
-   latest result per question (metrics in `metrics.py`).
+   latest result per rollout (metrics in `metrics.py`); `summary.failures`
+   says whether more than `max_failed_share` of the rollouts failed, which
+   `eval.run` turns into a non-zero exit.
 """
 
 import asyncio
@@ -16,11 +20,13 @@ import pathlib
 from typing import Any, Callable, Mapping
 
 from eval import datasets
+from eval import failures
 from eval import grading
 from eval import manifest as manifest_lib
 from eval import metrics
 from eval import report as report_lib
 from eval import results
+from eval import rollouts
 from search_agent.agent import budgets
 from search_agent.agent import mas as mas_lib
 from search_agent.agent import react
@@ -51,6 +57,11 @@ class EvalConfig:
       tokenizer (bundled with maxtext), anything else a tokenizer.json path.
     regrade: Grade every trajectory again (e.g. with another judge); the
       new records supersede the old ones.
+    repeats: Rollouts per question (ids '<task>#0' .. '#N-1'): avg@N and
+      pass@N.
+    max_failed_share: More failed rollouts than this share of all of them
+      fails the eval (no new rollouts start; `eval.run` exits non-zero).
+    progress_every_s: Seconds between progress log lines.
   """
 
   dataset: datasets.DatasetConfig
@@ -62,12 +73,21 @@ class EvalConfig:
   concurrency: int = 8
   tokenizer: str = ''
   regrade: bool = False
+  repeats: int = 1
+  max_failed_share: float = 0.1
+  progress_every_s: float = 10.0
 
   def __post_init__(self):
     if self.mode not in MODES:
       raise ValueError(f'eval mode {self.mode!r} is not one of {MODES}')
     if self.concurrency < 1:
       raise ValueError(f'concurrency must be >= 1, got {self.concurrency}')
+    if self.repeats < 1:
+      raise ValueError(f'repeats must be >= 1, got {self.repeats}')
+    if not 0.0 <= self.max_failed_share <= 1.0:
+      raise ValueError(
+          f'max_failed_share must be in [0, 1], got {self.max_failed_share}'
+      )
 
 
 async def evaluate(
@@ -97,17 +117,32 @@ async def evaluate(
   tool_schemas = toolbox_factory(tasks[0]).schemas()
   run_one, prompts = _runner(config, policy, toolbox_factory, tool_schemas)
   traj_path = out / results.TRAJECTORIES
-  await runner.run_all(
-      tasks,
+  done = results.finished_ids(traj_path)
+  jobs = [
+      (t, runner.trajectory_id(t, r))
+      for t in tasks
+      for r in range(config.repeats)
+      if runner.trajectory_id(t, r) not in done
+  ]
+  grader = _Grader(config, by_id, judge, out)
+  outcome = await rollouts.run_and_grade(
+      jobs,
       run_one,
+      grader.grade,
       traj_path,
-      max_concurrency=config.concurrency,
+      total=len(tasks) * config.repeats,
+      concurrency=config.concurrency,
       write=lambda p, t: results.write_trajectory(p, t, by_id[t.task_id]),
-      done=results.finished_ids(traj_path),
+      max_failed_share=config.max_failed_share,
+      progress_every_s=config.progress_every_s,
   )
-  judge_attempts = await grade_all(config, by_id, judge, out)
+  await grade_all(config, by_id, grader, out, skip=outcome.graded)
   latest = results.read_records(out / results.RESULTS)
-  records = [r for r in latest.values() if r['task_id'] in by_id]
+  records = [
+      r
+      for r in latest.values()
+      if r['task_id'] in by_id and _repeat(r['traj_id']) < config.repeats
+  ]
   manifest = manifest_lib.build(
       dataset=config.dataset,
       questions=len(tasks),
@@ -127,9 +162,12 @@ async def evaluate(
   manifest['retries'] = {
       'policy_http_attempts': getattr(policy, 'attempts', None),
       'judge_http_attempts': getattr(judge, 'attempts', None),
-      'judge_attempts_this_run': judge_attempts,
+      'judge_attempts_this_run': grader.attempts,
   }
-  report = {'summary': metrics.summarize(records), 'manifest': manifest}
+  summary = metrics.summarize(records)
+  summary['failures'] = _failures(config, records, len(tasks), describe)
+  summary['failures']['not_started'] = outcome.not_started
+  report = {'summary': summary, 'manifest': manifest}
   report_lib.write(out, report)
   for llm in (policy, judge):
     if hasattr(llm, 'aclose'):
@@ -186,18 +224,70 @@ def counter(config: EvalConfig) -> budgets.TokenCounter:
   return budgets.TokenizerCounter(tokenizer_lib.load_tokenizer(path))
 
 
+def _repeat(traj_id: str) -> int:
+  tail = traj_id.rpartition('#')[2]
+  return int(tail) if tail.isdigit() else 0
+
+
+def _failures(config, records, questions, describe) -> dict[str, Any]:
+  """summary.failures: failed rollouts, their kinds, and the verdict."""
+  total = questions * config.repeats
+  f = failures.summarize(
+      [r.get('run_error_kind') for r in records if r['status'] == 'failed'],
+      total,
+      describe.get('policy') or {},
+  )
+  too_many = failures.too_many(f.failed, total, config.max_failed_share)
+  return {
+      'failed': f.failed,
+      'rollouts': total,
+      'kinds': dict(f.kinds),
+      'max_failed_share': config.max_failed_share,
+      'too_many': too_many,
+      'message': f.message() if f.failed else None,
+  }
+
+
+class _Grader:
+  """Grades one trajectory and appends its record (bounded concurrency)."""
+
+  def __init__(self, config, tasks, judge, out):
+    self.config, self.tasks, self.judge, self.out = config, tasks, judge, out
+    self.semaphore = asyncio.Semaphore(config.concurrency)
+    self.attempts = 0
+
+  async def grade(self, traj) -> dict[str, Any]:
+    task = self.tasks[traj.task_id]
+    async with self.semaphore:
+      grade = await grading.grade(
+          task,
+          results.final_reply(traj),
+          traj.final_answer,
+          self.judge,
+          self.config.grader,
+          no_answer_method=(
+              'run_failed' if traj.status == 'failed' else 'no_answer'
+          ),
+      )
+    self.attempts += grade.attempts
+    rec = results.record(task, traj, grade, self.config.dataset.name)
+    results.append_record(self.out / results.RESULTS, rec)
+    return rec
+
+
 async def grade_all(
     config: EvalConfig,
     tasks: Mapping[str, task_lib.Task],
-    judge: protocol.LLM | None,
+    grader: '_Grader',
     out: pathlib.Path,
-) -> int:
+    skip: frozenset[str] = frozenset(),
+) -> None:
   """Grades trajectories that lack a result or whose judge failed."""
   latest = results.read_records(out / results.RESULTS)
 
   def stale(t) -> bool:
     rec = latest.get(t.id)
-    return (
+    return t.id not in skip and (
         config.regrade
         or rec is None
         or rec['correct'] is None
@@ -206,26 +296,4 @@ async def grade_all(
 
   trajs = results.latest_trajectories(out / results.TRAJECTORIES, tasks)
   todo = [t for t in trajs if t.task_id in tasks and stale(t)]
-  semaphore = asyncio.Semaphore(config.concurrency)
-  attempts = 0
-
-  async def one(traj):
-    nonlocal attempts
-    task = tasks[traj.task_id]
-    async with semaphore:
-      grade = await grading.grade(
-          task,
-          results.final_reply(traj),
-          traj.final_answer,
-          judge,
-          config.grader,
-          no_answer_method=(
-              'run_failed' if traj.status == 'failed' else 'no_answer'
-          ),
-      )
-    attempts += grade.attempts
-    rec = results.record(task, traj, grade, config.dataset.name)
-    results.append_record(out / results.RESULTS, rec)
-
-  await asyncio.gather(*(one(t) for t in todo))
-  return attempts
+  await asyncio.gather(*(grader.grade(t) for t in todo))

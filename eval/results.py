@@ -15,6 +15,9 @@ Files in the workdir:
     or judge text (`redacted: true`), only numbers and labels; their
     `judge_error` and `run_error` keep only the exception names (a judge
     reply or a server's error body can quote the question or the answer).
+    Every record has `run_error_kind` and `judge_error_kind` (class and
+    transport cause, e.g. `LLMError: HTTP 500`, `LLMError: ConnectError`:
+    never a secret, so kept for encrypted benchmarks too).
     Every record carries `leaked_urls`: the leakage guard's post-hoc check
     of its tool traffic (iris.md: blocked benchmark pages, even URLs the
     model wrote from memory).
@@ -27,6 +30,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from eval import decryption
+from eval import failures
 from eval import grading
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
@@ -129,6 +133,13 @@ def final_reply(traj: trajectory.Trajectory) -> str:
   return f'Exact Answer: {traj.final_answer}' if traj.final_answer else ''
 
 
+def _judge_error_kind(text: str | None) -> str | None:
+  """The kind of the judge's last failed attempt ('LLMError: HTTP 503')."""
+  if not text:
+    return None
+  return failures.error_kind(re.split(r'attempt \d+: ', text)[-1])
+
+
 def _redacted_error(text: str | None, kind: str) -> str | None:
   """An error of an encrypted task without its message: names only."""
   if not text:
@@ -170,6 +181,8 @@ def record(
       'judge_attempts': grade.attempts,
       'judge_error': grade.error,
       'run_error': traj.error[:500] if traj.error else None,
+      'run_error_kind': failures.error_kind(traj.error),
+      'judge_error_kind': _judge_error_kind(grade.error),
       'seconds': traj.timings.get('total'),
       'context_policy': traj.meta.get('context', {}).get('policy'),
       'context_resets': len(traj.meta.get('context', {}).get('events', ())),

@@ -8,6 +8,12 @@ manifest.json}; rerunning with the same workdir resumes (finished questions
 are skipped, failed runs are run again, judge errors are re-graded;
 --config.regrade=True grades everything again, e.g. with another judge).
 Compare two runs with `python -m eval.compare`.
+
+Progress lines go to the log (stderr) while it runs; the last stdout line is
+the summary as JSON. When more than `max_failed_share` of the rollouts fail
+(an unreachable or failing policy endpoint), it exits non-zero with one line:
+how many failed, the error kinds (`LLMError: ConnectError`, `LLMError: HTTP
+500`), the endpoint and what to check.
 """
 
 import asyncio
@@ -25,6 +31,12 @@ _CONFIG = config_flags.DEFINE_config_file(
 )
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 flags.mark_flags_as_required(['config', 'workdir'])
+# The line printed last (JSON): `pass_at_1` keeps its old meaning (judge
+# errors left out); `pass_at_1_strict` is the headline (judge errors wrong).
+_PRINTED = (
+    'headline', 'pass_at_1_strict', 'pass_at_1', 'ci', 'questions', 'graded',
+    'judge_errors', 'statuses', 'repeats', 'failures',
+)  # fmt: skip
 
 
 def main(argv):
@@ -52,8 +64,9 @@ def main(argv):
         )
     )
   s = report['summary']
-  keys = ('pass_at_1', 'ci', 'questions', 'graded', 'judge_errors', 'statuses')
-  print(json.dumps({k: s[k] for k in keys}))
+  print(json.dumps({k: s[k] for k in _PRINTED if k in s}))
+  if s['failures']['too_many']:
+    raise SystemExit(f'eval.run failed: {s["failures"]["message"]}')
 
 
 if __name__ == '__main__':

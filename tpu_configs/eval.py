@@ -116,6 +116,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # judge); otherwise only new ones and judge errors are graded.
   c.regrade = False
   c.concurrency = 32  # questions in flight (the MAS runs 3 agents each)
+  c.repeats = 1  # rollouts per question: avg@N and pass@N (xbench: 3?)
+  # More failed rollouts (endpoint down, crashes) than this share of all of
+  # them fails the eval: no new rollout starts, exit status 1.
+  c.max_failed_share = 0.1
+  c.progress_every_s = 10.0  # seconds between progress log lines
 
   if arg == 'mas':
     c.mode = 'mas'
