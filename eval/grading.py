@@ -38,6 +38,10 @@ _JSON_VERDICT = re.compile(r'"correct"\s*:\s*"(yes|no)"', re.IGNORECASE)
 _CONFIDENCE = re.compile(
     rf'confidence{_MARKUP}:{_MARKUP}(\d+(?:\.\d+)?)\s*%?', re.IGNORECASE
 )
+_CONFIDENCE_LINE = re.compile(
+    rf'^[\s>*_#`"\'-]*confidence{_MARKUP}:{_MARKUP}(\d+(?:\.\d+)?)',
+    re.IGNORECASE | re.MULTILINE,
+)
 _EXTRACTED = re.compile(
     r'extracted_final_answer[\s*_]*:[\s*_]*(.*)', re.IGNORECASE
 )
@@ -115,8 +119,14 @@ def parse_verdict(text: str) -> bool:
 
 
 def parse_confidence(text: str) -> float | None:
-  match = _CONFIDENCE.search(text)
-  return min(100.0, float(match.group(1))) if match else None
+  """The judge's final `confidence:` line (percent, capped at 100).
+
+  The last line that starts with the field wins (a judge may quote the
+  response's own "Confidence: 90%" in its reasoning first); failing that,
+  the last `confidence: N` anywhere.
+  """
+  matches = _CONFIDENCE_LINE.findall(text) or _CONFIDENCE.findall(text)
+  return min(100.0, float(matches[-1])) if matches else None
 
 
 def parse_extracted(text: str) -> str | None:

@@ -141,7 +141,8 @@ async def evaluate(
   records = [
       r
       for r in latest.values()
-      if r['task_id'] in by_id and _repeat(r['traj_id']) < config.repeats
+      if r['task_id'] in by_id
+      and metrics.repeat_index(r['traj_id']) < config.repeats
   ]
   manifest = manifest_lib.build(
       dataset=config.dataset,
@@ -222,11 +223,6 @@ def counter(config: EvalConfig) -> budgets.TokenCounter:
   if path == 'qwen3':
     path = tokenizer_lib.maxtext_tokenizer_dir()
   return budgets.TokenizerCounter(tokenizer_lib.load_tokenizer(path))
-
-
-def _repeat(traj_id: str) -> int:
-  tail = traj_id.rpartition('#')[2]
-  return int(tail) if tail.isdigit() else 0
 
 
 def _failures(config, records, questions, describe) -> dict[str, Any]:

@@ -64,6 +64,22 @@ def prompt_hashes(*names: str) -> dict[str, str]:
   return {n: prompt_lib.load(n).sha256 for n in names}
 
 
+def grader_identity(
+    grader: Any, judge: Mapping[str, Any] | None, template_sha256: str
+) -> str:
+  """What decides a grade besides the answer, as one comparable string:
+  the benchmark's grading protocol, template hash and judge model (or
+  exact match)."""
+  if not judge:
+    return f'{getattr(grader, "protocol", "") or "default"}/exact_match'
+  model = judge.get('openai', {}).get('model') or judge.get('name') or '?'
+  return (
+      f'{getattr(grader, "protocol", "") or "default"}/'
+      f'{grader.template}@{template_sha256[:12]}/{model}'
+      f'/T={grader.temperature}'
+  )
+
+
 def build(
     *,
     dataset: Any,
@@ -82,6 +98,7 @@ def build(
 ) -> dict[str, Any]:
   """The manifest dict (JSON-serializable)."""
   template = prompt_lib.load(grader.template)
+  method = 'judge' if judge else 'exact_match'
   return {
       'created': datetime.datetime.now(datetime.timezone.utc).isoformat(),
       'code_version': code_version(),
@@ -95,10 +112,11 @@ def build(
       'policy_llm': dict(policy),
       'judge': {
           'llm': dict(judge) if judge else None,
-          'method': 'judge' if judge else 'exact_match',
+          'method': method,
           'template': grader.template,
           'template_sha256': template.sha256,
           'grader': dataclasses.asdict(grader),
+          'identity': grader_identity(grader, judge, template.sha256),
       },
       'tools': {
           'names': [s.get('function', s)['name'] for s in tool_schemas],

@@ -28,20 +28,34 @@ def _grading(judge: Mapping[str, Any]) -> str:
 def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
   """A human-readable report (no question or answer text)."""
   ci = summary['ci']
+  cis = summary.get('ci_strict', ci)
   tools = summary['tools']
   cal = summary['calibration']
+  rms = summary.get('calibration_rms') or {'error': None, 'n': 0}
+  reps = summary.get('repeats') or {'n': 1}
+  rollouts = summary.get('rollouts', summary['questions'])
   ctx = manifest['context_policy']
   lines = [
       f'# Eval: {manifest["dataset"]["name"]} ({manifest["mode"]})',
       '',
       '| metric | value |',
       '|---|---|',
-      f'| pass@1 | {_pct(summary["pass_at_1"])} '
-      f'({summary["correct"]}/{summary["graded"]}) |',
-      f'| 95% CI (Wilson) | {_pct(ci["low"])} – {_pct(ci["high"])} |',
-      f'| pass@1, judge errors as wrong |'
-      f' {_pct(summary["pass_at_1_strict"])} |',
-      f'| questions / graded / judge errors | {summary["questions"]} / '
+      f'| pass@1 (headline: a judge failure counts wrong) |'
+      f' {_pct(summary["pass_at_1_strict"])}'
+      f' ({summary["correct"]}/{rollouts}) |',
+      f'| 95% CI (Wilson) | {_pct(cis["low"])} – {_pct(cis["high"])} |',
+      f'| pass@1, judge errors excluded | {_pct(summary["pass_at_1"])} '
+      f'({summary["correct"]}/{summary["graded"]}), CI {_pct(ci["low"])} –'
+      f' {_pct(ci["high"])} |',
+  ]
+  if reps['n'] > 1:
+    lines.append(
+        f'| avg@{reps["n"]} / pass@{reps["n"]} | {_pct(reps["avg_at_n"])} /'
+        f' {_pct(reps["pass_at_n"])} |'
+    )
+  lines += [
+      f'| questions / rollouts / graded / judge errors |'
+      f' {summary["questions"]} / {rollouts} / '
       f'{summary["graded"]} / {summary["judge_errors"]} |',
       f'| tool calls per question (mean / median / max) | '
       f'{tools["calls_mean"]:.2f} / {tools["calls_median"]} / '
@@ -52,8 +66,10 @@ def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
       f' {summary["leakage_flagged"]} |',
       f'| statuses | {summary["statuses"]} |',
       f'| budgets hit | {summary["budgets_hit"]} |',
-      f'| calibration error (ECE, {cal["n"]} answers) | '
+      f'| calibration error, 10-bin L1 ECE ({cal["n"]} answers) | '
       f'{_pct(cal["ece"])} |',
+      f'| calibration error, RMS over bins of 100 as HLE/BrowseComp-Plus'
+      f' ({rms["n"]} answers; needs 100) | {_pct(rms["error"])} |',
       f'| context policy | {ctx["policy"]} |',
       f'| peak prompt tokens (mean / max), resets | '
       f'{_num(summary["context"]["peak_prompt_tokens_mean"])} / '
