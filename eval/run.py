@@ -23,8 +23,11 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from eval import cli
+from eval import datasets
 from eval import harness
 from eval import settings
+from search_agent.search import backend
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Eval config (tpu_configs/eval.py).', lock_config=True
@@ -34,28 +37,44 @@ flags.mark_flags_as_required(['config', 'workdir'])
 # The line printed last (JSON): `pass_at_1` keeps its old meaning (judge
 # errors left out); `pass_at_1_strict` is the headline (judge errors wrong).
 _PRINTED = (
-    'headline', 'pass_at_1_strict', 'pass_at_1', 'ci', 'questions', 'graded',
+    'headline', 'pass_at_1_strict', 'ci_strict', 'pass_at_1', 'ci', 'questions',
+    'rollouts', 'graded',
     'judge_errors', 'statuses', 'repeats', 'failures',
 )  # fmt: skip
 
 
 def main(argv):
   del argv
-  c = _CONFIG.value
+  try:
+    report = _evaluate(_CONFIG.value, _WORKDIR.value)
+  except (
+      settings.EvalSetupError,
+      datasets.DatasetError,
+      backend.BackendError,
+  ) as e:
+    raise SystemExit(f'eval.run: {e}') from e
+  s = report['summary']
+  print(json.dumps({k: s[k] for k in _PRINTED if k in s}))
+  if s['failures']['too_many']:
+    raise SystemExit(f'eval.run failed: {s["failures"]["message"]}')
+
+
+def _evaluate(c, workdir: str):
+  """Builds the LLMs and the toolbox, runs the eval; returns the report."""
   config = settings.eval_config(c)
   policy, policy_manifest = settings.llm(c.policy, c.sampler)
   judge, judge_manifest = settings.llm(c.judge)
   aux, _ = settings.llm(c.aux)
   if policy is None:
     raise settings.EvalSetupError('policy.kind cannot be none')
-  with settings.toolbox_factory(c.search, aux) as toolbox_factory:
+  with settings.toolbox_factory(c.search, aux, workdir) as toolbox_factory:
     report = asyncio.run(
         harness.evaluate(
             config,
             policy=policy,
             judge=judge,
             toolbox_factory=toolbox_factory,
-            workdir=_WORKDIR.value,
+            workdir=workdir,
             describe={
                 'policy': policy_manifest,
                 'judge': judge_manifest,
@@ -63,11 +82,8 @@ def main(argv):
             },
         )
     )
-  s = report['summary']
-  print(json.dumps({k: s[k] for k in _PRINTED if k in s}))
-  if s['failures']['too_many']:
-    raise SystemExit(f'eval.run failed: {s["failures"]["message"]}')
+  return report
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -3,7 +3,11 @@ LLMs and the toolbox factory (tpu_configs/eval.py documents every field)."""
 
 import contextlib
 import dataclasses
+import os
+import pathlib
 from typing import Any, Iterator, Mapping
+
+from absl import logging
 
 from eval import datasets
 from eval import grading
@@ -13,11 +17,14 @@ from search_agent.agent import managed_context
 from search_agent.agent import mas
 from search_agent.agent import react
 from search_agent.agent import task as task_lib
+from search_agent.corpus import sources
 from search_agent.llm import protocol
 from search_agent.llm import registry
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import client as client_lib
 from search_agent.search import reranker as reranker_lib
+from search_agent.search import tantivy_build
+from search_agent.search import tantivy_index
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 
@@ -106,12 +113,36 @@ def llm(
   return registry.build(config), config.manifest()
 
 
+def _tiny_index(index_dir: pathlib.Path, max_docs: int) -> str:
+  if not (index_dir / tantivy_index.CONFIG_FILE).is_file():
+    logging.info(
+        'indexing %d bundled 2Wiki documents into %s', max_docs, index_dir
+    )
+    tantivy_build.build_tantivy_index(
+        sources.CorpusSpec(max_docs=max_docs), index_dir
+    )
+  return str(index_dir)
+
+
 @contextlib.contextmanager
 def toolbox_factory(
-    search: Mapping[str, Any], aux: protocol.LLM | None
+    search: Mapping[str, Any],
+    aux: protocol.LLM | None,
+    workdir: str | os.PathLike[str] | None = None,
 ) -> Iterator[harness.ToolboxFactory]:
-  """Opens the search backend; yields task -> fresh Toolbox; closes it."""
+  """Opens the search backend; yields task -> fresh Toolbox; closes it.
+
+  With `search.build_if_missing` = N > 0 and neither index_dir nor url,
+  the index is `<workdir>/index`, built from the first N bundled 2Wiki
+  documents when it is not there yet.
+  """
   search = _dict(search)
+  if search.get('build_if_missing') and not search['index_dir']:
+    if search['url'] or workdir is None:
+      raise EvalSetupError('search.build_if_missing needs no search.url')
+    search['index_dir'] = _tiny_index(
+        pathlib.Path(workdir) / 'index', search['build_if_missing']
+    )
   if bool(search['index_dir']) == bool(search['url']):
     raise EvalSetupError(
         'set exactly one of search.index_dir (a tantivy index from'

@@ -5,7 +5,8 @@
       --config.policy.openai.base_url=http://HOST:8000/v1 \
       --config.policy.openai.model=MODEL --config.search.index_dir=IDX
 
-Variants (`--config=tpu_configs/eval.py:<arg>`):
+Variants (`--config=tpu_configs/eval.py:<arg>`; combine them with commas,
+e.g. `:xbench,mas`, `:tiny,no_cm`):
   * '' (default): BrowseComp CSV, single agent, recipe budgets, discard-all
     context management (iris.md's default), OpenAI-compatible policy and
     judge endpoints.
@@ -13,9 +14,9 @@ Variants (`--config=tpu_configs/eval.py:<arg>`):
   * 'no_cm': the same without context management (iris.md reports both).
   * 'xbench': xbench-DeepSearch-2505 from ../shared/data/benchmarks.
   * 'tiny': four demo questions over the bundled 2Wiki corpus, a scripted
-    policy and exact-match grading: a CPU pulse of the whole harness (build
-    the index first: python -m index.build
-    --config=tpu_configs/search/build.py:tiny --workdir=IDX).
+    policy and exact-match grading: a CPU pulse of the whole harness; with
+    no search.index_dir it indexes the first 500 bundled documents into
+    <workdir>/index on first use.
 """
 
 import pathlib
@@ -87,6 +88,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       tools=('search', 'visit'),  # SearchMaster-style: search, open, find
       top_k=10,
       rerank=False,  # the seed's LLM reranker (needs aux)
+      # > 0 with index_dir and url empty: index the first N bundled 2Wiki
+      # documents into <workdir>/index when no index is there (tiny).
+      build_if_missing=0,
   )
   c.agent = dict(
       max_steps=500,  # open-recipe.md: up to 500 agent steps
@@ -122,6 +126,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.max_failed_share = 0.1
   c.progress_every_s = 10.0  # seconds between progress log lines
 
+  for variant in (arg or '').split(','):
+    _apply(c, variant.strip())
+  return c
+
+
+def _apply(c: ml_collections.ConfigDict, arg: str) -> None:
+  """Applies one variant to `c` (variants combine: 'xbench,mas')."""
   if arg == 'mas':
     c.mode = 'mas'
   elif arg == 'no_cm':
@@ -156,6 +167,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.agent.update(max_steps=4, context_limit=32_768, max_output_tokens=1_024)
     c.agent.min_output_tokens = 256
     c.concurrency = 2
+    # The bundled 2Wiki corpus's first 500 documents, indexed into
+    # <workdir>/index on first use (as index.build's tiny config).
+    c.search.build_if_missing = 500
   elif arg:
-    raise ValueError(f'unknown eval variant {arg!r}: mas, no_cm, xbench, tiny')
-  return c
+    raise ValueError(
+        f'unknown eval variant {arg!r}: mas, no_cm, xbench, tiny (combine'
+        ' them with commas: tiny,no_cm)'
+    )
