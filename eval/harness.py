@@ -13,13 +13,14 @@
    `eval.run` turns into a non-zero exit.
 """
 
-import asyncio
 import dataclasses
 import os
 import pathlib
 from typing import Any, Callable, Mapping
 
+from eval import browsecomp_plus
 from eval import datasets
+from eval import doc_ids
 from eval import failures
 from eval import grading
 from eval import manifest as manifest_lib
@@ -112,6 +113,9 @@ async def evaluate(
   """
   out = pathlib.Path(workdir)
   out.mkdir(parents=True, exist_ok=True)
+  config = dataclasses.replace(
+      config, grader=config.grader.resolve(config.dataset.format)
+  )
   tasks = datasets.load(config.dataset)
   by_id = {t.id: t for t in tasks}
   tool_schemas = toolbox_factory(tasks[0]).schemas()
@@ -124,7 +128,7 @@ async def evaluate(
       for r in range(config.repeats)
       if runner.trajectory_id(t, r) not in done
   ]
-  grader = _Grader(config, by_id, judge, out)
+  grader = rollouts.Grader(config, by_id, judge, out)
   outcome = await rollouts.run_and_grade(
       jobs,
       run_one,
@@ -136,7 +140,7 @@ async def evaluate(
       max_failed_share=config.max_failed_share,
       progress_every_s=config.progress_every_s,
   )
-  await grade_all(config, by_id, grader, out, skip=outcome.graded)
+  await rollouts.grade_all(config, by_id, grader, out, skip=outcome.graded)
   latest = results.read_records(out / results.RESULTS)
   records = [
       r
@@ -170,6 +174,8 @@ async def evaluate(
   summary['failures']['not_started'] = outcome.not_started
   report = {'summary': summary, 'manifest': manifest}
   report_lib.write(out, report)
+  if config.dataset.format == 'browsecomp_plus':
+    _browsecomp_plus_files(out, by_id, records, manifest)
   for llm in (policy, judge):
     if hasattr(llm, 'aclose'):
       await llm.aclose()  # the HTTP connections of this event loop
@@ -192,27 +198,41 @@ def _runner(config, policy, toolbox_factory, tool_schemas):
     prompts.update(mas.prompt_hashes)
 
     async def run_mas(task, traj_id):
-      return await mas.run(
+      boxes = []
+
+      def make():
+        boxes.append(doc_ids.RecordingToolbox(toolbox_factory(task)))
+        return boxes[-1]
+
+      traj = await mas.run(
           traj_id=traj_id,
           task_id=task.id,
           question=task.question,
           system_prompt=system_text,
-          toolbox_factory=lambda: toolbox_factory(task),
+          toolbox_factory=make,
       )
+      return _with_doc_ids(traj, [c for b in boxes for c in b.calls])
 
     return run_mas, prompts
 
   async def run_single(task, traj_id):
-    return await agent.run(
+    toolbox = doc_ids.RecordingToolbox(toolbox_factory(task))
+    traj = await agent.run(
         traj_id=traj_id,
         task_id=task.id,
         question=task.question,
         system_prompt=system_text,
-        toolbox=toolbox_factory(task),
+        toolbox=toolbox,
         meta={'dataset': config.dataset.name},
     )
+    return _with_doc_ids(traj, toolbox.calls)
 
   return run_single, prompts
+
+
+def _with_doc_ids(traj, calls):
+  """The trajectory with the doc ids of its tool calls (`doc_ids.py`)."""
+  return dataclasses.replace(traj, meta={**traj.meta, 'doc_ids': calls})
 
 
 def counter(config: EvalConfig) -> budgets.TokenCounter:
@@ -223,6 +243,23 @@ def counter(config: EvalConfig) -> budgets.TokenCounter:
   if path == 'qwen3':
     path = tokenizer_lib.maxtext_tokenizer_dir()
   return budgets.TokenizerCounter(tokenizer_lib.load_tokenizer(path))
+
+
+def _browsecomp_plus_files(out, tasks, records, manifest) -> None:
+  """runs/, evaluation_summary.json, detailed_judge_results.csv."""
+  policy = manifest['policy_llm']
+  toolbox = manifest['tools']['toolbox']
+  browsecomp_plus.write(
+      out,
+      results.latest_trajectories(out / results.TRAJECTORIES, tasks),
+      records,
+      tasks,
+      model=policy.get('openai', {}).get('model') or policy.get('name', ''),
+      retriever=(
+          f'search_agent fused BM25 views + RRF ({toolbox.get("backend")},'
+          f' {toolbox.get("toolset", "default")} tools)'
+      ),
+  )
 
 
 def _failures(config, records, questions, describe) -> dict[str, Any]:
@@ -242,54 +279,3 @@ def _failures(config, records, questions, describe) -> dict[str, Any]:
       'too_many': too_many,
       'message': f.message() if f.failed else None,
   }
-
-
-class _Grader:
-  """Grades one trajectory and appends its record (bounded concurrency)."""
-
-  def __init__(self, config, tasks, judge, out):
-    self.config, self.tasks, self.judge, self.out = config, tasks, judge, out
-    self.semaphore = asyncio.Semaphore(config.concurrency)
-    self.attempts = 0
-
-  async def grade(self, traj) -> dict[str, Any]:
-    task = self.tasks[traj.task_id]
-    async with self.semaphore:
-      grade = await grading.grade(
-          task,
-          results.final_reply(traj),
-          traj.final_answer,
-          self.judge,
-          self.config.grader,
-          no_answer_method=(
-              'run_failed' if traj.status == 'failed' else 'no_answer'
-          ),
-      )
-    self.attempts += grade.attempts
-    rec = results.record(task, traj, grade, self.config.dataset.name)
-    results.append_record(self.out / results.RESULTS, rec)
-    return rec
-
-
-async def grade_all(
-    config: EvalConfig,
-    tasks: Mapping[str, task_lib.Task],
-    grader: '_Grader',
-    out: pathlib.Path,
-    skip: frozenset[str] = frozenset(),
-) -> None:
-  """Grades trajectories that lack a result or whose judge failed."""
-  latest = results.read_records(out / results.RESULTS)
-
-  def stale(t) -> bool:
-    rec = latest.get(t.id)
-    return t.id not in skip and (
-        config.regrade
-        or rec is None
-        or rec['correct'] is None
-        or rec['status'] != t.status  # the run was redone
-    )
-
-  trajs = results.latest_trajectories(out / results.TRAJECTORIES, tasks)
-  todo = [t for t in trajs if t.task_id in tasks and stale(t)]
-  await asyncio.gather(*(grader.grade(t) for t in todo))

@@ -13,6 +13,7 @@ import hashlib
 import pathlib
 from typing import Any, Mapping
 
+from eval import graders
 from search_agent.llm.prompts import prompt as prompt_lib
 
 
@@ -117,6 +118,9 @@ def build(
           'template_sha256': template.sha256,
           'grader': dataclasses.asdict(grader),
           'identity': grader_identity(grader, judge, template.sha256),
+          'benchmark_grader': (
+              graders.identity(grader.protocol) if grader.protocol else None
+          ),
       },
       'tools': {
           'names': [s.get('function', s)['name'] for s in tool_schemas],

@@ -30,6 +30,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from eval import evidence
+
 Record = dict[str, Any]
 
 
@@ -215,4 +217,5 @@ def summarize(records: Sequence[Record], z: float = 1.96) -> dict[str, Any]:
       'context': context_stats(records),
       'calibration': calibration(records),
       'calibration_rms': calibration_rms(records),
+      'evidence': evidence.summary(records),
   }

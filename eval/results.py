@@ -30,6 +30,8 @@ import re
 from typing import Any, Iterator, Mapping
 
 from eval import decryption
+from eval import doc_ids
+from eval import evidence
 from eval import failures
 from eval import grading
 from search_agent.agent import task as task_lib
@@ -191,6 +193,7 @@ def record(
       ),
       'mas_fallback': traj.meta.get('mas', {}).get('fallback'),
   }
+  out.update(_evidence(task, traj))
   turns = list(traj.messages)
   for searcher in searchers:
     turns += trajectory.Trajectory.from_json(searcher).messages
@@ -208,6 +211,31 @@ def record(
         judge_response=grade.judge_response,
     )
   return out
+
+
+def _evidence(task: task_lib.Task, traj: trajectory.Trajectory) -> dict:
+  """Retrieved doc ids, evidence recall and citations of one rollout.
+
+  Doc ids are not benchmark text (BrowseComp-Plus publishes its qrels in
+  the clear), so they are kept for encrypted benchmarks too.
+  """
+  calls = traj.meta.get('doc_ids', ())
+  searched = doc_ids.retrieved(
+      c for c in calls if 'search' in c['tool'] or 'retrieval' in c['tool']
+  )
+  cited = evidence.citations(final_reply(traj))
+  cite = evidence.citation_metrics(cited, task.evidence)
+  return {
+      'retrieved_doc_ids': searched,
+      'read_doc_ids': doc_ids.retrieved(
+          c for c in calls if c['tool'] not in ('search',)
+      ),
+      'evidence_count': len(task.evidence),
+      'evidence_recall': evidence.recall(searched, task.evidence),
+      'cited_doc_ids': cited,
+      'citation_precision': cite['precision'],
+      'citation_recall': cite['recall'],
+  }
 
 
 def append_record(path: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:

@@ -12,12 +12,15 @@ eval has failed whatever the rest do); those in flight finish and are kept.
 import asyncio
 import dataclasses
 import os
+import pathlib
 import time
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from absl import logging
 
 from eval import failures
+from eval import grading
+from eval import results
 from search_agent.agent import runner
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
@@ -161,3 +164,54 @@ async def run_and_grade(
       stopped=stop.is_set(),
       not_started=len(jobs) - started[0],
   )
+
+
+class Grader:
+  """Grades one trajectory and appends its record (bounded concurrency)."""
+
+  def __init__(self, config, tasks, judge, out):
+    self.config, self.tasks, self.judge, self.out = config, tasks, judge, out
+    self.semaphore = asyncio.Semaphore(config.concurrency)
+    self.attempts = 0
+
+  async def grade(self, traj) -> dict[str, Any]:
+    task = self.tasks[traj.task_id]
+    async with self.semaphore:
+      grade = await grading.grade(
+          task,
+          results.final_reply(traj),
+          traj.final_answer,
+          self.judge,
+          self.config.grader,
+          no_answer_method=(
+              'run_failed' if traj.status == 'failed' else 'no_answer'
+          ),
+      )
+    self.attempts += grade.attempts
+    rec = results.record(task, traj, grade, self.config.dataset.name)
+    results.append_record(self.out / results.RESULTS, rec)
+    return rec
+
+
+async def grade_all(
+    config: Any,
+    tasks: Mapping[str, task_lib.Task],
+    grader: Grader,
+    out: pathlib.Path,
+    skip: frozenset[str] = frozenset(),
+) -> None:
+  """Grades trajectories that lack a result or whose judge failed."""
+  latest = results.read_records(out / results.RESULTS)
+
+  def stale(t) -> bool:
+    rec = latest.get(t.id)
+    return t.id not in skip and (
+        config.regrade
+        or rec is None
+        or rec['correct'] is None
+        or rec['status'] != t.status  # the run was redone
+    )
+
+  trajs = results.latest_trajectories(out / results.TRAJECTORIES, tasks)
+  todo = [t for t in trajs if t.task_id in tasks and stale(t)]
+  await asyncio.gather(*(grader.grade(t) for t in todo))

@@ -12,6 +12,7 @@ from absl import logging
 from eval import datasets
 from eval import grading
 from eval import harness
+from eval import toolboxes
 from search_agent.agent import budgets
 from search_agent.agent import managed_context
 from search_agent.agent import mas
@@ -28,9 +29,7 @@ from search_agent.search import tantivy_index
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 
-
-class EvalSetupError(ValueError):
-  """The eval config is incomplete or inconsistent."""
+EvalSetupError = toolboxes.EvalSetupError
 
 
 def _dict(section: Any) -> dict[str, Any]:
@@ -113,82 +112,4 @@ def llm(
   return registry.build(config), config.manifest()
 
 
-def _tiny_index(index_dir: pathlib.Path, max_docs: int) -> str:
-  if not (index_dir / tantivy_index.CONFIG_FILE).is_file():
-    logging.info(
-        'indexing %d bundled 2Wiki documents into %s', max_docs, index_dir
-    )
-    tantivy_build.build_tantivy_index(
-        sources.CorpusSpec(max_docs=max_docs), index_dir
-    )
-  return str(index_dir)
-
-
-@contextlib.contextmanager
-def toolbox_factory(
-    search: Mapping[str, Any],
-    aux: protocol.LLM | None,
-    workdir: str | os.PathLike[str] | None = None,
-) -> Iterator[harness.ToolboxFactory]:
-  """Opens the search backend; yields task -> fresh Toolbox; closes it.
-
-  With `search.build_if_missing` = N > 0 and neither index_dir nor url,
-  the index is `<workdir>/index`, built from the first N bundled 2Wiki
-  documents when it is not there yet.
-  """
-  search = _dict(search)
-  if search.get('build_if_missing') and not search['index_dir']:
-    if search['url'] or workdir is None:
-      raise EvalSetupError('search.build_if_missing needs no search.url')
-    search['index_dir'] = _tiny_index(
-        pathlib.Path(workdir) / 'index', search['build_if_missing']
-    )
-  if bool(search['index_dir']) == bool(search['url']):
-    raise EvalSetupError(
-        'set exactly one of search.index_dir (a tantivy index from'
-        ' `python -m index.build`) or search.url (an `index.serve` service)'
-    )
-  if search['rerank'] and aux is None:
-    raise EvalSetupError(
-        'search.rerank needs an auxiliary LLM: set aux.kind (openai) or turn'
-        ' rerank off'
-    )
-  config = tools_lib.ToolboxConfig(
-      tools=tuple(search['tools']),
-      top_k=search['top_k'],
-      rerank=reranker_lib.RerankConfig(enabled=bool(search['rerank'])),
-  )
-  engine = None
-  if search['index_dir']:
-    engine = tantivy_engine(search['index_dir'])
-    backend = engine
-  else:
-    backend = client_lib.HttpSearch(search['url'])
-
-  def make(task: task_lib.Task) -> tools_lib.Toolbox:
-    return tools_lib.Toolbox(
-        backend,
-        config=config,
-        summarizer=aux,
-        reranker_llm=aux if search['rerank'] else None,
-        context=task.question,
-    )
-
-  prompts = []  # the prompts the toolbox sends to the auxiliary LLM
-  if aux is not None and 'visit' in config.tools:
-    prompts.append(config.visit.prompt)
-  if search['rerank']:
-    prompts.append(config.rerank.prompt)
-  make.manifest = {
-      **dataclasses.asdict(config),
-      'prompt_sha256': {p: prompt_lib.load(p).sha256 for p in prompts},
-      'backend': 'tantivy' if engine else 'http',
-      'index_dir': search['index_dir'],
-      'url': search['url'],
-      'aux_llm': getattr(aux, 'name', None),
-  }
-  try:
-    yield make
-  finally:
-    if engine is not None:
-      engine.close()
+toolbox_factory = toolboxes.toolbox_factory

@@ -12,7 +12,12 @@ e.g. `:xbench,mas`, `:tiny,no_cm`):
     judge endpoints.
   * 'mas': the same with two searchers and a verifier (open-recipe.md).
   * 'no_cm': the same without context management (iris.md reports both).
-  * 'xbench': xbench-DeepSearch-2505 from ../shared/data/benchmarks.
+  * 'xbench': xbench-DeepSearch-2505 from ../shared/data/benchmarks,
+    graded by its Chinese judge prompt, 5 repeats (avg@5, pass@5).
+  * 'browsecomp_plus': BrowseComp-Plus (dataset.path: its decrypted
+    queries JSONL) with its tools (search k=5 with 512-token snippets,
+    get_document), judge template, evidence qrels (bundled) and its output
+    files (runs/, evaluation_summary.json, detailed_judge_results.csv).
   * 'tiny': four demo questions over the bundled 2Wiki corpus, a scripted
     policy and exact-match grading: a CPU pulse of the whole harness; with
     no search.index_dir it indexes the first 500 bundled documents into
@@ -24,6 +29,7 @@ import pathlib
 import ml_collections
 
 _REPO = pathlib.Path(__file__).resolve().parents[1]
+_BENCHMARKS = _REPO.parent / 'shared/data/benchmarks'
 
 
 def _openai(model: str = '') -> dict:
@@ -88,6 +94,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       tools=('search', 'visit'),  # SearchMaster-style: search, open, find
       top_k=10,
       rerank=False,  # the seed's LLM reranker (needs aux)
+      # 'default' (our tools above) or 'browsecomp_plus': its own search
+      # (top_k hits, snippet = the first snippet_max_tokens tokens of the
+      # document by snippet_tokenizer, '' = words) and get_document.
+      toolset='default',
+      snippet_max_tokens=512,
+      snippet_tokenizer='qwen3',
+      include_get_document=True,
       # > 0 with index_dir and url empty: index the first N bundled 2Wiki
       # documents into <workdir>/index when no index is there (tiny).
       build_if_missing=0,
@@ -111,7 +124,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       summary_max_tokens=4_096,
   )
   c.mas = dict(searchers=2, attempt_max_chars=12_000)
-  c.grader = dict(max_attempts=3, backoff_s=2.0, max_tokens=4_096)
+  # protocol '' = the benchmark's own (eval/graders.py: browsecomp,
+  # browsecomp_plus, xbench); template '' = that protocol's official one.
+  c.grader = dict(
+      protocol='', template='', max_attempts=3, backoff_s=2.0,
+      max_tokens=4_096, temperature=0.0,
+  )  # fmt: skip
   c.system_prompt = 'agent_system.md'
   # Prompt-token counting for the context limit: '' = characters / 3 (safe
   # side), 'qwen3' = Qwen3's tokenizer, or a tokenizer.json path.
@@ -120,7 +138,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # judge); otherwise only new ones and judge errors are graded.
   c.regrade = False
   c.concurrency = 32  # questions in flight (the MAS runs 3 agents each)
-  c.repeats = 1  # rollouts per question: avg@N and pass@N (xbench: 3?)
+  c.repeats = 1  # rollouts per question: avg@N and pass@N (xbench: 5)
   # More failed rollouts (endpoint down, crashes) than this share of all of
   # them fails the eval: no new rollout starts, exit status 1.
   c.max_failed_share = 0.1
@@ -141,10 +159,21 @@ def _apply(c: ml_collections.ConfigDict, arg: str) -> None:
     c.dataset.update(
         name='xbench-deepsearch-2505',
         format='xbench',
-        path=str(
-            _REPO.parent / 'shared/data/benchmarks/xbench-DeepSearch-2505.csv'
-        ),
+        path=str(_BENCHMARKS / 'xbench-DeepSearch-2505.csv'),
     )
+    c.repeats = 5  # xbench_evals.py --n-repeats default: avg@5, pass@5
+  elif arg == 'browsecomp_plus':
+    # The decrypted queries (BrowseComp-Plus decrypt_dataset.py) or the
+    # encrypted JSONL with its canary; the corpus indexed with
+    # index.build --config.corpus.kind=browsecomp_plus.
+    c.dataset.update(
+        name='browsecomp-plus',
+        format='browsecomp_plus',
+        path='browsecomp_plus_decrypted.jsonl',
+        qrels_path=str(_BENCHMARKS / 'browsecomp-plus-qrel_evidence.txt'),
+    )
+    c.search.update(toolset='browsecomp_plus', top_k=5)
+    c.system_prompt = str(_REPO / 'eval/data/browsecomp_plus_system.md')
   elif arg == 'tiny':
     c.dataset.update(
         name='2wiki-demo',
@@ -172,6 +201,7 @@ def _apply(c: ml_collections.ConfigDict, arg: str) -> None:
     c.search.build_if_missing = 500
   elif arg:
     raise ValueError(
-        f'unknown eval variant {arg!r}: mas, no_cm, xbench, tiny (combine'
+        f'unknown eval variant {arg!r}: mas, no_cm, xbench, browsecomp_plus,'
+        ' tiny (combine'
         ' them with commas: tiny,no_cm)'
     )

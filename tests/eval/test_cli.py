@@ -8,6 +8,8 @@ import sys
 import pytest
 
 from eval import cli
+from eval import results
+from search_agent.agent import trajectory
 from tpu_configs import eval as eval_config
 
 
@@ -29,6 +31,38 @@ def test_tiny_runs_without_extra_flags(tmp_path, repo_root):
   assert (tmp_path / 'index' / 'index_config.json').is_file()
   manifest = json.loads((tmp_path / 'manifest.json').read_text())
   assert manifest['tools']['toolbox']['index_dir'] == str(tmp_path / 'index')
+  assert manifest['judge']['identity'] == 'browsecomp/exact_match'
+  # Doc ids per tool call in the trajectory; evidence recall in the record.
+  [t] = [t for t in trajectory.iter_jsonl(tmp_path / results.TRAJECTORIES)
+         if t.task_id == '2wiki-demo-1']  # fmt: skip
+  assert t.meta['doc_ids'][0]['tool'] == 'search'
+  assert 'Teutberga' in t.meta['doc_ids'][0]['doc_ids']
+  recs = {r['task_id']: r for r in results.read_records(
+      tmp_path / results.RESULTS).values()}  # fmt: skip
+  assert recs['2wiki-demo-1']['evidence_recall'] == 1.0
+  assert recs['2wiki-demo-3']['evidence_recall'] == 0.0  # searched Teutberga
+  report = json.loads((tmp_path / 'report.json').read_text())
+  assert report['summary']['evidence']['questions_with_evidence'] == 4
+  # Repeats: avg@N and pass@N (the scripted policy answers the same).
+  out = _run(
+      repo_root, 'eval.run', '--config=tpu_configs/eval.py:tiny',
+      f'--workdir={tmp_path}', '--config.repeats=2',
+  )  # fmt: skip
+  assert out.returncode == 0, out.stderr[-2000:]
+  summary = json.loads(out.stdout.strip().splitlines()[-1])
+  assert summary['rollouts'] == 8 and summary['questions'] == 4
+  assert summary['repeats'] == {
+      'n': 2, 'avg_at_n': 0.25, 'pass_at_n': 0.25, 'per_repeat': [0.25, 0.25]
+  }  # fmt: skip
+  assert 'eval: 4/4 rollouts done (4 earlier)' in out.stderr
+
+
+def test_benchmark_variants():
+  c = eval_config.get_config('xbench')
+  assert c.repeats == 5 and c.grader.protocol == ''  # '' = the format's own
+  c = eval_config.get_config('browsecomp_plus')
+  assert (c.search.toolset, c.search.top_k) == ('browsecomp_plus', 5)
+  assert c.dataset.qrels_path.endswith('browsecomp-plus-qrel_evidence.txt')
 
 
 def test_variants_combine():
