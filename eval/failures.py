@@ -9,7 +9,9 @@ that results of encrypted benchmarks still say why a run failed.
 When more than `max_failed_share` of an eval's rollouts fail, `eval.run`
 stops (the outcome is already decided; the remaining rollouts are not
 started) and exits non-zero with `FailureSummary.message`: one line with the
-count, the kinds, the endpoint and what to check.
+count, the kinds, the endpoint and what to check. The same holds for judge
+calls that fail after their retries (a judge endpoint down): rerunning the
+command re-grades only those.
 """
 
 import collections
@@ -59,6 +61,8 @@ def _hint(kind: str) -> str:
     return 'wrong path or model name: check base_url (…/v1) and model'
   if status and status.group(1).startswith('5'):
     return "the server fails: read the server's log"
+  if 'VerdictError' in kind or 'JudgeParseError' in kind:
+    return 'the judge replies without a verdict: check the judge model'
   return 'read run_error in results.jsonl (or trajectories.jsonl)'
 
 
@@ -70,13 +74,17 @@ class FailureSummary:
     failed: Rollouts with status 'failed'.
     total: Rollouts of the eval (questions x repeats).
     kinds: error_kind -> count.
-    endpoint: 'http://host:port/v1 (model m)' of the policy, if remote.
+    endpoint: 'http://host:port/v1 (model m)' of the LLM, if remote.
+    subject: What failed ('rollouts', 'judge calls').
+    role: Whose endpoint ('policy', 'judge').
   """
 
   failed: int
   total: int
   kinds: Mapping[str, int]
   endpoint: str = ''
+  subject: str = 'rollouts'
+  role: str = 'policy'
 
   @property
   def share(self) -> float:
@@ -86,23 +94,30 @@ class FailureSummary:
     """One line: how many failed, why, where, and what to check."""
     kinds = ', '.join(f'{k} x{n}' for k, n in self.kinds.items()) or 'unknown'
     top = next(iter(self.kinds), '')
-    where = f' (policy {self.endpoint})' if self.endpoint else ''
+    where = f' ({self.role} {self.endpoint})' if self.endpoint else ''
     return (
-        f'{self.failed} of {self.total} rollouts failed [{kinds}]{where}:'
-        f' {_hint(top)}'
+        f'{self.failed} of {self.total} {self.subject} failed'
+        f' [{kinds}]{where}: {_hint(top)}'
     )
 
 
 def summarize(
-    kinds: Iterable[str | None], total: int, policy: Mapping[str, Any]
+    kinds: Iterable[str | None],
+    total: int,
+    llm: Mapping[str, Any],
+    *,
+    subject: str = 'rollouts',
+    role: str = 'policy',
 ) -> FailureSummary:
-  """The summary of the error kinds (`error_kind`) of failed rollouts."""
+  """The summary of the error kinds (`error_kind`) of failures."""
   kinds = collections.Counter(k or 'error' for k in kinds)
   return FailureSummary(
       failed=sum(kinds.values()),
       total=total,
       kinds=dict(kinds.most_common()),
-      endpoint=endpoint(policy),
+      endpoint=endpoint(llm),
+      subject=subject,
+      role=role,
   )
 
 

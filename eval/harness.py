@@ -270,12 +270,25 @@ def _failures(config, records, questions, describe) -> dict[str, Any]:
       total,
       describe.get('policy') or {},
   )
-  too_many = failures.too_many(f.failed, total, config.max_failed_share)
+  share = config.max_failed_share
+  j = failures.summarize(
+      [r.get('judge_error_kind') for r in records if r['correct'] is None],
+      total,
+      describe.get('judge') or {},
+      subject='judge calls',
+      role='judge',
+  )
+  judge_too_many = failures.too_many(j.failed, total, share)
+  message = f.message() if f.failed else None
+  if judge_too_many and not failures.too_many(f.failed, total, share):
+    message = j.message()  # the run failure, when both, comes first
   return {
       'failed': f.failed,
       'rollouts': total,
       'kinds': dict(f.kinds),
-      'max_failed_share': config.max_failed_share,
-      'too_many': too_many,
-      'message': f.message() if f.failed else None,
+      'max_failed_share': share,
+      'too_many': failures.too_many(f.failed, total, share) or judge_too_many,
+      'message': message,
+      'judge_errors': j.failed,
+      'judge_kinds': dict(j.kinds),
   }

@@ -167,3 +167,26 @@ def test_grading_streams_while_rollouts_run(tmp_path, repo_root, tiny_index):
   s = report['summary']
   assert s['statuses'] == {'answered': 2} and s['correct'] == 1
   assert s['failures']['failed'] == 0 and not s['failures']['too_many']
+
+
+def test_a_dead_judge_fails_the_eval_too(tmp_path, repo_root, tiny_index):
+  url = _closed_port_url()
+  out = subprocess.run(
+      [sys.executable, '-m', 'eval.run',
+       '--config=tpu_configs/eval.py:tiny', f'--workdir={tmp_path}',
+       f'--config.search.index_dir={tiny_index}', '--config.judge.kind=openai',
+       f'--config.judge.openai.base_url={url}', '--config.judge.openai.model=j',
+       '--config.judge.openai.max_retries=0', '--config.grader.max_attempts=2',
+       '--config.grader.backoff_s=0.0'],
+      cwd=repo_root, capture_output=True, text=True, timeout=300, check=False,
+  )  # fmt: skip
+  assert out.returncode == 1
+  assert out.stderr.strip().splitlines()[-1] == (
+      'eval.run failed: 4 of 4 judge calls failed [LLMError: ConnectError x4]'
+      f" (judge {url} model 'j'): nothing answers there: start the server or"
+      ' fix the base_url'
+  )
+  summary = json.loads(out.stdout.strip().splitlines()[-1])
+  assert summary['pass_at_1_strict'] == 0.0 and summary['pass_at_1'] is None
+  recs = results.read_records(tmp_path / results.RESULTS).values()
+  assert {r['judge_error_kind'] for r in recs} == {'LLMError: ConnectError'}
