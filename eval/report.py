@@ -22,7 +22,10 @@ def _grading(judge: Mapping[str, Any]) -> str:
     return 'exact match (rewards/answer_match.py)'
   llm = judge.get('llm') or {}
   name = llm.get('name') or llm.get('openai', {}).get('model') or 'judge'
-  return f'{name} with {judge["template"]} ({judge["template_sha256"][:12]})'
+  out = f'{name} with {judge["template"]} ({judge["template_sha256"][:12]})'
+  if judge.get('benchmark_grader'):
+    out += f'; protocol: {judge["benchmark_grader"]}'
+  return out
 
 
 def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
@@ -35,6 +38,11 @@ def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
   reps = summary.get('repeats') or {'n': 1}
   rollouts = summary.get('rollouts', summary['questions'])
   ctx = manifest['context_policy']
+  ev = summary.get('evidence') or {
+      'questions_with_evidence': 0,
+      'recall': None,
+      'citation': {'coverage': None, 'precision': None, 'recall': None},
+  }
   lines = [
       f'# Eval: {manifest["dataset"]["name"]} ({manifest["mode"]})',
       '',
@@ -78,6 +86,12 @@ def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
       f'| limits | steps {manifest["limits"]["max_steps"]}, output '
       f'{manifest["limits"]["max_output_tokens"]}, context '
       f'{manifest["limits"]["context_limit"]} |',
+      f'| evidence recall of searched docs ({ev["questions_with_evidence"]}'
+      f' rollouts with evidence) | {_pct(ev["recall"])} |',
+      f'| [docid] citations: replies citing / precision / recall |'
+      f' {_pct(ev["citation"]["coverage"])} /'
+      f' {_pct(ev["citation"]["precision"])} /'
+      f' {_pct(ev["citation"]["recall"])} |',
       f'| grading | {_grading(manifest["judge"])} |',
       f'| tools | {", ".join(manifest["tools"]["names"])} |',
       '',
