@@ -1,10 +1,12 @@
 r"""Evaluates an agent on a benchmark: run, grade, report.
 
-  python -m eval.run --config=tpu_configs/eval.py[:mas|no_cm|xbench|tiny] \
+  python -m eval.run --config=tpu_configs/eval.py[:VARIANT[,VARIANT]] \
       --workdir=DIR [--config.field=value ...]
 
+(variants: mas, no_cm, xbench, browsecomp_plus, tiny; e.g. `:xbench,mas`)
 writes DIR/{trajectories.jsonl, results.jsonl, report.json, report.md,
-manifest.json}; rerunning with the same workdir resumes (finished questions
+manifest.json} (BrowseComp-Plus also runs/run_<query_id>.json,
+evaluation_summary.json, detailed_judge_results.csv); rerunning with the same workdir resumes (finished questions
 are skipped, failed runs are run again, judge errors are re-graded;
 --config.regrade=True grades everything again, e.g. with another judge).
 Compare two runs with `python -m eval.compare`.

@@ -107,7 +107,7 @@ def test_rms_calibration_as_hle_and_browsecomp_plus_compute_it():
   assert rms['n'] == 250 and rms['bin_size'] == 100
   assert math.isclose(rms['error'], math.sqrt(100 / 250 * 0.2**2))
   # Under 100 answers there is no figure; with 100-199 it is 0 (one bin).
-  assert metrics.calib_err_rms([50.0] * 99, [True] * 99) is None
+  assert metrics.calib_err_rms([0.5] * 99, [True] * 99) is None
   assert metrics.calib_err_rms([0.5] * 150, [True] * 150) == 0.0
   # The 10-bin L1 ECE stays beside it, labelled.
   s = metrics.summarize(recs)
