@@ -76,14 +76,18 @@ def _item(kind, tool, arguments, output) -> dict[str, Any]:
 
 
 def run_file(
-    traj: trajectory.Trajectory, rec: Mapping[str, Any], model: str, out_dir
+    traj: trajectory.Trajectory,
+    rec: Mapping[str, Any],
+    model: str,
+    out_dir,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
   """One rollout's run file (a JSON object)."""
   return {
       'metadata': {
           'model': model,
           'output_dir': str(out_dir),
-          'max_tokens': None,
+          'max_tokens': max_tokens,
       },
       'query_id': rec['query_id'],
       'tool_call_counts': rec['tool_calls_by_name'],
@@ -159,6 +163,7 @@ def write(
     *,
     model: str,
     retriever: str,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
   """Writes the three outputs into `out`; returns the summary."""
   by_id = {t.id: t for t in trajs}
@@ -179,7 +184,9 @@ def write(
     path = runs / run_file_name(rec['query_id'], rec['traj_id'])
     path.write_text(
         json.dumps(
-            run_file(traj, rec, model, runs), indent=2, ensure_ascii=False
+            run_file(traj, rec, model, runs, max_tokens),
+            indent=2,
+            ensure_ascii=False,
         )
     )
     rows.append(csv_row(rec, results.final_reply(traj), str(path)))

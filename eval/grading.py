@@ -68,6 +68,7 @@ class GraderConfig:
     backoff_s: Wait before retry i is backoff_s * 2**(i-1).
     max_tokens: Generation budget of one judge call.
     temperature: Judge sampling temperature.
+    top_p: Judge nucleus sampling.
   """
 
   protocol: str = ''
@@ -76,6 +77,7 @@ class GraderConfig:
   backoff_s: float = 1.0
   max_tokens: int = 4_096
   temperature: float = 0.0
+  top_p: float = 1.0
 
   def __post_init__(self):
     if self.protocol and self.protocol not in graders.PROTOCOLS:
@@ -197,7 +199,9 @@ async def grade(
       question=task.question, response=response, correct_answer=task.answer
   )
   params = protocol.SamplingParams(
-      temperature=config.temperature, max_tokens=config.max_tokens
+      temperature=config.temperature,
+      top_p=config.top_p,
+      max_tokens=config.max_tokens,
   )
   errors = []
   reply = None

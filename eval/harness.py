@@ -259,6 +259,7 @@ def _browsecomp_plus_files(out, tasks, records, manifest) -> None:
           f'search_agent fused BM25 views + RRF ({toolbox.get("backend")},'
           f' {toolbox.get("toolset", "default")} tools)'
       ),
+      max_tokens=manifest['limits']['max_output_tokens'],
   )
 
 

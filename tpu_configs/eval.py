@@ -44,6 +44,7 @@ def _openai(model: str = '') -> dict:
       logprobs=False,
       return_token_ids=False,
       tool_role='tool',
+      extra_body={},  # merged into every request body
   )
 
 
@@ -128,7 +129,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # browsecomp_plus, xbench); template '' = that protocol's official one.
   c.grader = dict(
       protocol='', template='', max_attempts=3, backoff_s=2.0,
-      max_tokens=4_096, temperature=0.0,
+      max_tokens=4_096, temperature=0.0, top_p=1.0,
   )  # fmt: skip
   c.system_prompt = 'agent_system.md'
   # Prompt-token counting for the context limit: '' = characters / 3 (safe
@@ -173,6 +174,13 @@ def _apply(c: ml_collections.ConfigDict, arg: str) -> None:
         qrels_path=str(_BENCHMARKS / 'browsecomp-plus-qrel_evidence.txt'),
     )
     c.search.update(toolset='browsecomp_plus', top_k=5)
+    # Its judge sampling (evaluate_run.py: Qwen3-32B, temperature 0.7,
+    # top-p 0.8, top-k 20, thinking off, 4,096 tokens).
+    c.grader.update(temperature=0.7, top_p=0.8, max_tokens=4_096)
+    c.judge.openai.extra_body = {
+        'top_k': 20,
+        'chat_template_kwargs': {'enable_thinking': False},
+    }
     c.system_prompt = str(_REPO / 'eval/data/browsecomp_plus_system.md')
   elif arg == 'tiny':
     c.dataset.update(

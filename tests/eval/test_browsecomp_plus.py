@@ -153,6 +153,12 @@ def test_end_to_end(bcp, tmp_path, repo_root):
     report = run_lib._evaluate(c, str(tmp_path))  # pylint: disable=protected-access
   s = report['summary']
   assert s['pass_at_1_strict'] == 0.25 and s['questions'] == 4
+  # Its judge sampling: temperature 0.7, top-p 0.8, top-k 20, no thinking.
+  judged = [r for r in server.requests if r['model'] == 'judge-m']
+  assert len(judged) == 4
+  assert (judged[0]['temperature'], judged[0]['top_p']) == (0.7, 0.8)
+  assert judged[0]['top_k'] == 20
+  assert judged[0]['chat_template_kwargs'] == {'enable_thinking': False}
   judge = report['manifest']['judge']
   assert judge['template'] == 'browsecomp_plus_grader.txt'
   assert judge['benchmark_grader'].startswith('texttron/BrowseComp-Plus')
@@ -174,6 +180,8 @@ def test_end_to_end(bcp, tmp_path, repo_root):
   # Run files in the benchmark's format.
   run = json.loads((tmp_path / 'runs' / 'run_700.json').read_text())
   assert set(run) == RUN_KEYS and run['query_id'] == '700'
+  assert run['metadata']['model'] == 'policy-m'
+  assert run['metadata']['max_tokens'] == 1_024
   assert run['status'] == 'completed'
   assert run['tool_call_counts'] == {'search': 1}
   assert teut in run['retrieved_docids']
