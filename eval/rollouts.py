@@ -151,6 +151,9 @@ async def run_and_grade(
       progress.done += 1
       if traj.status == 'failed':
         progress.failed += 1
+        logging.warning(
+            'rollout %s failed: %s', traj_id, failures.error_kind(traj.error)
+        )
         if failures.too_many(progress.failed, total, max_failed_share):
           stop.set()
       grading.append(asyncio.create_task(grade(traj)))
