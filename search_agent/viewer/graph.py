@@ -17,7 +17,7 @@ import html
 from typing import Any
 
 Json = dict[str, Any]
-_W, _ROW, _COL = 180, 56, 230
+_W, _ROW, _COL = 180, 56, 280
 
 
 def _paths(meta: Json) -> list[list[str]]:
@@ -67,15 +67,18 @@ def edges_and_nodes(task: Json) -> tuple[list[Json], list[str], set, str]:
           ]
       )
   )
-  paths = _paths(meta)
-  for p in paths:
-    nodes += [n for n in p if n not in nodes]
-  hot = {(a, b) for p in paths for a, b in zip(p, p[1:])}
-  hot |= {(b, a) for a, b in hot}
   answer = str(meta.get('answer_page') or '')
   if not answer:
     ans = str(task.get('answer', '')).lower()
     answer = next((n for n in nodes if n.lower() == ans), '')
+  # A path ends at the answer (a page, or the value its last claim reads).
+  paths = [
+      p + [answer] if answer and p[-1] != answer else p for p in _paths(meta)
+  ]
+  for p in paths:
+    nodes += [n for n in p if n not in nodes]
+  hot = {(a, b) for p in paths for a, b in zip(p, p[1:])}
+  hot |= {(b, a) for a, b in hot}
   return edges, [n for n in nodes if n], hot, answer
 
 

@@ -8,6 +8,7 @@ trajectory rewards and advantages, and per-step metrics. The helpers below
 join one item's records for its detail view.
 """
 
+import base64
 import dataclasses
 import pathlib
 import re
@@ -34,6 +35,21 @@ class RunData:
   groups: list[Json]
   metrics: list[Json]
   errors: list[str]
+  images: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+_MAX_IMAGE_BYTES = 2 << 20
+
+
+def _images(path: pathlib.Path) -> dict[str, str]:
+  """PNG figures a binary wrote beside its data (funnel.png), as data URIs."""
+  out = {}
+  for f in sorted(path.glob('*.png')):
+    if f.stat().st_size <= _MAX_IMAGE_BYTES:
+      out[f.name] = (
+          'data:image/png;base64,' + base64.b64encode(f.read_bytes()).decode()
+      )
+  return out
 
 
 def _lines(paths, errors: list[str]) -> list[Any]:
@@ -71,6 +87,7 @@ def read(rf: sniff.RunFiles, canary: str | None) -> RunData:
       groups=groups,
       metrics=_lines(rf.get('metrics'), errors),
       errors=errors,
+      images=_images(rf.path),
   )
 
 

@@ -85,16 +85,43 @@ def _trajectory_items(d: joins.RunData) -> Items:
 
 
 def _task_items(d: joins.RunData) -> Items:
+  """Tasks (joined with their decision), then decisions that made no task.
+
+  A decision names its task by `task_id`, or (synthesis) by the proposal
+  the task records in `meta.proposal`.
+  """
   keys = list(d.tasks)
   by_task = records.latest_by(d.decisions, 'task_id')
-  rows = [_task_row(i, d.tasks[k], by_task.get(k)) for i, k in enumerate(keys)]
+  by_proposal = records.latest_by(d.decisions, 'proposal')
+
+  def decision(t: Json) -> Json | None:
+    prop = str((t.get('meta') or {}).get('proposal', ''))
+    return by_task.get(str(t['id'])) or by_proposal.get(prop)
+
+  rows = [
+      _task_row(i, d.tasks[k], decision(d.tasks[k])) for i, k in enumerate(keys)
+  ]
+  used = {id(decision(t)) for t in d.tasks.values()}
+  others = [x for x in d.decisions if isinstance(x, dict) and id(x) not in used]
+  others = [
+      x for x in others if not x.get('task_id') or x['task_id'] not in d.tasks
+  ]
+  for x in others:
+    rows.append(_decision_row(len(rows), x))
 
   def detail(i: int) -> Json:
+    if i >= len(keys):
+      x = others[i - len(keys)]
+      return {
+          'type': 'decision',
+          'question': x.get('question', ''),
+          'decision': x,
+      }
     t = d.tasks[keys[i]]
     return {
         'type': 'task',
         **joins.task_brief(t),
-        'decision': by_task.get(keys[i]),
+        'decision': decision(t),
         'graph_svg': graph.svg(t),
         'meta': t.get('meta', {}),
     }
@@ -135,6 +162,7 @@ def load(rf: sniff.RunFiles, workdir: pathlib.Path, canary: str | None) -> Run:
       trajs=d.trajs,
       rewards=d.rewards,
   )
+  summary['images'] = d.images
   kinds = sniff.KINDS + ('report', 'manifest', 'funnel')
   return Run(
       id=str(rf.path.relative_to(workdir))
@@ -193,21 +221,38 @@ def _traj_row(i, t, res, dec, rew, task) -> Json:
   return row
 
 
+def _outcome(dec: Json) -> str:
+  return str(dec.get('outcome', dec.get('decision', '')))
+
+
 def _task_row(i, t, dec) -> Json:
+  meta = t.get('meta') or {}
   row = {
       'i': i,
       'id': t['id'],
       'question': t.get('question', ''),
       'answer': t.get('answer', ''),
       'claims': len(t.get('claims', ()) or ()),
-      'split': t.get('_split', ''),
+      'hops': meta.get('hops', ''),
+      'split': t.get('_split', '') or meta.get('split', ''),
   }
   if dec:
-    row.update(
-        outcome=dec.get('outcome', dec.get('decision', '')),
-        reason=dec.get('reason', ''),
-    )
+    row.update(outcome=_outcome(dec), reason=dec.get('reason', ''))
   return row
+
+
+def _decision_row(i, dec) -> Json:
+  """A decision without a task (e.g. a proposal the controller returned)."""
+  return {
+      'i': i,
+      'id': str(
+          dec.get('proposal', dec.get('task_id', dec.get('traj_id', '')))
+      ),
+      'question': dec.get('question', ''),
+      'hops': dec.get('hops', ''),
+      'outcome': _outcome(dec),
+      'reason': dec.get('reason', ''),
+  }
 
 
 def _group_row(i, g) -> Json:

@@ -69,6 +69,24 @@ def _eval(s: Json, manifest: Json | None) -> tuple[list[Json], list[Json]]:
   return cards, bars
 
 
+def _synthesis_funnel(funnel: Any) -> Json | None:
+  """synthesis.run's funnel.json: {'funnel': {'stages': [{stage, count}]}}."""
+  f = funnel.get('funnel', funnel) if isinstance(funnel, dict) else None
+  stages = f.get('stages') if isinstance(f, dict) else None
+  if not isinstance(stages, list) or not all(
+      isinstance(x, dict) for x in stages
+  ):
+    return None
+  keys = [k for k in stages[0] if k != 'stage'] if stages else []
+  return {
+      'title': 'synthesis funnel',
+      'head': ['stage', *keys],
+      'rows': [
+          [x.get('stage', ''), *(x.get(k, '') for k in keys)] for x in stages
+      ],
+  }
+
+
 def _funnel_table(report: Json) -> Json | None:
   stages = report.get('stages') if isinstance(report, dict) else None
   if not isinstance(stages, list):
@@ -209,9 +227,9 @@ def build(
   ]
   cards += _context_cards(trajs)
   bars += _version_bars(rewards or {})
-  funnel_table = _funnel_table(report)
-  if funnel_table:
-    tables.append(funnel_table)
+  for table in (_funnel_table(report), _synthesis_funnel(funnel)):
+    if table:
+      tables.append(table)
   raw = {
       k: v
       for k, v in (

@@ -216,6 +216,40 @@ def test_synthesis_tasks_and_evidence_graph(workdirs):
   assert run.summary['json']['funnel']['critic_excellent'] == 1
 
 
+@pytest.mark.slow
+def test_a_real_synthesis_run(tmp_path):
+  work = wd.real_synthesis_run(tmp_path / 'syn')
+  run = _runs(work)['syn']
+  tasks = [r for r in run.rows if r['id'].startswith('syn-')]
+  n_tasks = sum(
+      len(p.read_text().splitlines()) for p in work.glob('tasks.*.jsonl')
+  )
+  decisions = [
+      json.loads(l) for l in (work / 'decisions.jsonl').read_text().splitlines()
+  ]
+  assert len(tasks) == n_tasks and len(run.rows) == len(decisions)
+  assert {r['outcome'] for r in tasks} == {'accepted'}
+  returned = [r for r in run.rows if r['outcome'].startswith('returned')]
+  assert returned and all(r['reason'] for r in returned)
+  assert (
+      run.detail(returned[0]['i'])['decision']['reason']
+      == returned[0]['reason']
+  )
+  two = next(r for r in tasks if r['hops'] == 2)
+  d = run.detail(two['i'])
+  svg = d['graph_svg']
+  assert svg.count('class="edge hot"') == 2 and svg.count('answer"') == 1
+  assert d['decision']['decision'] == 'accepted'
+  table = run.summary['tables'][0]
+  assert (
+      table['title'] == 'synthesis funnel'
+      and table['rows'][0][0] == 'proposals'
+  )
+  assert run.summary['images']['funnel.png'].startswith(
+      'data:image/png;base64,'
+  )
+
+
 def test_rl_rewards_advantages_versions(workdirs):
   run = _runs(workdirs / 'all')['rl']
   assert [r['correct'] for r in run.rows] == [1.0, 0.0]

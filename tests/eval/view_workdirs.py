@@ -84,6 +84,14 @@ def filtering_run(workdir: pathlib.Path) -> pathlib.Path:
   return workdir
 
 
+def real_synthesis_run(workdir: pathlib.Path) -> pathlib.Path:
+  """`synthesis.run :tiny` on 40 seeds (its bundled index built inside)."""
+  _run('search_agent.synthesis.run', '--config=tpu_configs/synthesis.py:tiny',
+       f'--workdir={workdir}', '--config.progress=False',
+       '--config.anchor.num_seeds=40')  # fmt: skip
+  return workdir
+
+
 def synthesis_run(workdir: pathlib.Path) -> pathlib.Path:
   """Tasks with claims and evidence paths (Figure 6 shape), funnel, decisions."""
   workdir.mkdir(parents=True)

@@ -107,13 +107,15 @@ function renderSummary(run) {
     s.tables.map((t) => h('div', { class: 'panel' }, h('h3', {}, t.title), h('table', {},
       h('tr', {}, t.head.map((x) => h('th', {}, x))), t.rows.map((r) => h('tr', {}, r.map((x) => h('td', {}, fmt(x)))))))),
     s.charts.length ? h('div', {}, s.charts.map(chart)) : null,
+    Object.entries(s.images || {}).map(([name, uri]) => h('details', { class: 'panel' }, h('summary', {}, name),
+      h('img', { src: uri, alt: name, style: 'max-width:100%' }))),
     Object.entries(s.json).map(([k, v]) => jsonBlock(k, v)),
     run.errors.length ? h('details', { class: 'panel' }, h('summary', {}, `${run.errors.length} unreadable lines/files`),
       h('pre', {}, run.errors.join('\n'))) : null);
 }
 
 const COLUMNS = ['question', 'id', 'task_id', 'status', 'verdict', 'answer', 'reference', 'tools', 'steps',
-  'reward', 'advantage', 'outcome', 'stage', 'reason', 'split', 'claims', 'rollouts'];
+  'reward', 'advantage', 'outcome', 'stage', 'reason', 'split', 'hops', 'claims', 'rollouts'];
 
 function filteredRows(run, st) {
   const q = (st.q || '').toLowerCase();

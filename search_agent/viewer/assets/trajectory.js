@@ -169,6 +169,8 @@ async function renderItem(run, i, st) {
   const name = V.index.runs[run].id;
   if (d.type === 'sealed') return h('div', {}, canaryForm(), h('p', { class: 'muted' }, 'encrypted: enter the canary to read it'));
   if (d.type === 'task') return taskView(d, name);
+  if (d.type === 'decision') return h('div', {}, h('div', { class: 'question' }, d.question),
+    h('div', { class: 'panel', id: 'filter-decision' }, h('h3', {}, 'Decision (no task was made)'), kv(Object.entries(d.decision))));
   if (d.type === 'group') return groupView(d, name);
   const others = otherRuns(run, d);
   const bar = h('div', { class: 'toolbar' }, h('a', { href: '#run=' + run }, '← back to the list'),
