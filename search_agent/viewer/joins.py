@@ -36,6 +36,7 @@ class RunData:
   metrics: list[Json]
   errors: list[str]
   images: dict[str, str] = dataclasses.field(default_factory=dict)
+  extra_json: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 _MAX_IMAGE_BYTES = 2 << 20
@@ -74,7 +75,9 @@ def read(rf: sniff.RunFiles, canary: str | None) -> RunData:
     order = {k: n for n, k in enumerate(tasks)}
     rank = lambda kv: order.get(str(kv[1].get('task_id')), len(order))
     trajs = dict(sorted(trajs.items(), key=rank))
-  by_traj, groups = rewards(rf.get('groups'), errors)
+  used = consumed(rf.get('consumed'), errors)
+  by_traj, groups = rewards(rf.get('groups'), errors, used)
+  extra = {p.name: records.read_json(p, errors) for p in rf.get('json')}
   return RunData(
       report=report,
       manifest=manifest,
@@ -88,6 +91,7 @@ def read(rf: sniff.RunFiles, canary: str | None) -> RunData:
       metrics=_lines(rf.get('metrics'), errors),
       errors=errors,
       images=_images(rf.path),
+      extra_json=extra,
   )
 
 
@@ -100,11 +104,25 @@ def manifest_tasks(manifest: Json | None, errors: list[str]) -> dict[str, Json]:
   return records.tasks([path], errors)
 
 
+def consumed(paths, errors: list[str]) -> dict[str, Json]:
+  """Group id -> {'update', 'dropped'} from the replay queue's journal."""
+  out: dict[str, Json] = {}
+  for line in _lines(paths, errors):
+    if not isinstance(line, dict):
+      continue
+    for gid in line.get('groups') or ():
+      out[str(gid)] = {'update': line.get('update'), 'dropped': False}
+    for gid in line.get('dropped') or ():
+      out[str(gid)] = {'update': line.get('update'), 'dropped': True}
+  return out
+
+
 def rewards(
-    group_paths, errors: list[str]
+    group_paths, errors: list[str], used: dict[str, Json] | None = None
 ) -> tuple[dict[str, Json], list[Json]]:
-  """Per trajectory id: reward, advantage, group; and the groups."""
+  """Per trajectory id: reward, advantage, group, update; and the groups."""
   by_traj, groups = {}, []
+  used = used or {}
   for p in group_paths:
     objs = (
         records.json_lines(p, errors)
@@ -132,6 +150,8 @@ def rewards(
             'group_id': g.get('group_id'),
             'group_rewards': rs,
             'versions': _versions(t.get('tokens') or {}),
+            'update': used.get(str(g.get('group_id')), {}).get('update'),
+            'dropped': used.get(str(g.get('group_id')), {}).get('dropped'),
         }
   return by_traj, groups
 
@@ -166,7 +186,13 @@ def claims(task: Json | None, reward: Json | None) -> list[Json]:
   return out
 
 
-def removed(dec: Json | None) -> str:
+def removed(dec: Json | None, reward: Json | None = None) -> str:
+  """Why a whole trajectory carries no loss ('' when nothing says so)."""
+  if reward and reward.get('dropped'):
+    return (
+        f'its group was dropped by dynamic sampling (all advantages zero)'
+        f' at update {reward.get("update")}'
+    )
   if not dec or dec.get('outcome', 'kept') == 'kept':
     return ''
   return f'{dec.get("outcome")} at {dec.get("stage", "?")}: {dec.get("reason", "")}'

@@ -79,7 +79,7 @@ def _trajectory_items(d: joins.RunData) -> Items:
         'encrypted': bool(t.get('encrypted')),
         'decrypted': bool(t.get('decrypted')),
     }
-    return trajectories.detail(t, extra, removed=joins.removed(dec))
+    return trajectories.detail(t, extra, removed=joins.removed(dec, rew))
 
   return rows, detail
 
@@ -163,7 +163,8 @@ def load(rf: sniff.RunFiles, workdir: pathlib.Path, canary: str | None) -> Run:
       rewards=d.rewards,
   )
   summary['images'] = d.images
-  kinds = sniff.KINDS + ('report', 'manifest', 'funnel')
+  summary['json'].update(d.extra_json)
+  kinds = sniff.KINDS + ('consumed', 'report', 'manifest', 'funnel')
   return Run(
       id=str(rf.path.relative_to(workdir))
       if rf.path != workdir

@@ -252,17 +252,23 @@ def test_a_real_synthesis_run(tmp_path):
 
 def test_rl_rewards_advantages_versions(workdirs):
   run = _runs(workdirs / 'all')['rl']
-  assert [r['correct'] for r in run.rows] == [1.0, 0.0]
+  assert 'consumed' in run.kinds and 'groups' in run.kinds
+  assert [r['correct'] for r in run.rows] == [1.0, 0.0, 0.0, 0.0]
   assert {c['label']: c['value'] for c in run.summary['cards']}[
       'correct'
-  ] == '50.0% (1/2)'
-  assert [(r['reward'], r['advantage']) for r in run.rows] == [
+  ] == '25.0% (1/4)'
+  adv = [(r['reward'], r['advantage']) for r in run.rows]
+  assert adv == [
       (1.0, pytest.approx(0.4)),
       (0.2, pytest.approx(-0.4)),
+      (0.0, 0.0),
+      (0.0, 0.0),
   ]
   d = run.detail(0)
   assert d['reward']['advantage_how'].startswith('r - group mean')
-  assert d['reward']['versions'] == {'3': 4, '4': 2}
+  assert (
+      d['reward']['versions'] == {'3': 4, '4': 2} and d['reward']['update'] == 1
+  )
   assert d['tokens']['trained'] == 6 and d['tokens']['versions'] == {
       '3': 4,
       '4': 2,
@@ -283,9 +289,18 @@ def test_rl_rewards_advantages_versions(workdirs):
       'version': '4',
       'mean_logprob': -0.25,
   }
+  assert all(s['trains'] for s in d['steps'] if s['role'] == 'assistant')
+  dropped = run.detail(2)
+  assert dropped['reward']['dropped'] is True
+  why = {s['why'] for s in dropped['steps'] if s['role'] == 'assistant'}
+  assert why == {
+      'eligible, but the trajectory was dropped: its group was dropped by'
+      ' dynamic sampling (all advantages zero) at update 1'
+  }
   assert [c['title'] for c in run.summary['charts']] == ['loss', 'reward_mean']
   bars = {b['title']: b['counts'] for b in run.summary['bars']}
-  assert bars['trained tokens by policy version'] == {'v3': 8, 'v4': 4}
+  assert bars['trained tokens by policy version'] == {'v3': 16, 'v4': 8}
+  assert run.summary['json']['parity.json'] == {'max_abs_logprob_gap': 0.0012}
 
 
 def test_loss_reasons():

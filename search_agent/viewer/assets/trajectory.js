@@ -31,6 +31,7 @@ function rewardPanel(d) {
   if (r) parts.push(kv([['reward', fmt(r.reward)], ['advantage', fmt(r.advantage) + ' (' + r.advantage_how + ')'],
     ['correct (y)', fmt(r.correct)], ['claim coverage (c)', fmt(r.coverage)], ['group', r.group_id],
     ['group rewards', (r.group_rewards || []).map((x) => fmt(x)).join(', ')],
+    ['learner update', r.update === null || r.update === undefined ? 'not consumed yet' : `${r.update}${r.dropped ? ' (dropped by dynamic sampling)' : ''}`],
     ['policy versions of trained tokens', Object.entries(r.versions || {}).map(([v, n]) => `v${v}: ${n}`).join(', ')]]));
   if (d.claims && d.claims.length) parts.push(h('table', { id: 'claims' }, h('tr', {}, ['subject', 'relation', 'object', 'source', 'established'].map((x) => h('th', {}, x))),
     d.claims.map((c) => h('tr', {}, h('td', {}, c.subject), h('td', {}, c.relation), h('td', {}, c.object), h('td', {}, c.source || ''),
