@@ -19,18 +19,44 @@ def _pct(x: float | None) -> str:
   return '—' if x is None else f'{100 * x:.1f}%'
 
 
+def _interval(ci: Json | None) -> str:
+  if not isinstance(ci, dict) or 'low' not in ci:
+    return ''
+  return (
+      f'95% {ci.get("method", "wilson")} interval {_pct(ci["low"])} –'
+      f' {_pct(ci["high"])}'
+  )
+
+
+def _pass_cards(s: Json) -> list[Json]:
+  """pass@1 over graded answers and strict (failures as wrong), headline first."""
+  graded = {
+      'label': 'pass@1',
+      'value': f'{_pct(s["pass_at_1"])} ({s.get("correct")}/{s.get("graded")})',
+      'note': _interval(s.get('ci')),
+  }
+  strict = {
+      'label': 'pass@1 strict (judge errors, failed runs as wrong)',
+      'value': _pct(s.get('pass_at_1_strict')),
+      'note': _interval(s.get('ci_strict')),
+  }
+  cards = [graded, strict]
+  if s.get('headline') == 'pass_at_1_strict':  # the eval's own headline first
+    cards = [{**strict, 'label': strict['label'] + ' · headline'}, graded]
+  rep = s.get('repeats') or {}
+  if rep.get('n', 1) > 1:
+    cards.append({'label': f'avg@{rep["n"]} / pass@{rep["n"]}',
+                  'value': f'{_pct(rep.get("avg_at_n"))} / {_pct(rep.get("pass_at_n"))}'})  # fmt: skip
+  fail = s.get('failures') or {}
+  if fail:
+    cards.append({'label': 'failed rollouts', 'value': f'{fail.get("failed", 0)} / {fail.get("rollouts", "?")}',
+                  'note': ', '.join(f'{k}: {v}' for k, v in (fail.get('kinds') or {}).items())})  # fmt: skip
+  return cards
+
+
 def _eval(s: Json, manifest: Json | None) -> tuple[list[Json], list[Json]]:
-  ci, tools, ctx = s['ci'], s.get('tools', {}), s.get('context', {})
-  cards = [
-      {
-          'label': 'pass@1',
-          'value': f'{_pct(s["pass_at_1"])} ({s["correct"]}/{s["graded"]})',
-          'note': f'95% {ci.get("method", "wilson")} interval {_pct(ci["low"])} – {_pct(ci["high"])}',
-      },
-      {
-          'label': 'pass@1 (judge errors as wrong)',
-          'value': _pct(s.get('pass_at_1_strict')),
-      },
+  tools, ctx = s.get('tools', {}), s.get('context', {})
+  cards = _pass_cards(s) + [
       {
           'label': 'questions / graded / judge errors',
           'value': f'{s["questions"]} / {s["graded"]} / {s["judge_errors"]}',

@@ -196,9 +196,24 @@ def detail(traj: Json, extra: Json | None = None, removed: str = '') -> Json:
       'context_events': list(ctx.get('events', ()) or ()),
       'tokens': tokens,
       'tokens_note': meta.get('tokens_note') or meta.get('tokens_dropped', ''),
-      'mas': bool(meta.get('mas')),
+      'mas': _mas(meta.get('mas'), removed),
       'steps': steps,
       **(extra or {}),
+  }
+
+
+def _mas(mas: Any, removed: str) -> Json | None:
+  """The MAS searchers' own trajectories and what the verifier was shown."""
+  if not isinstance(mas, dict):
+    return None
+  searchers = [s for s in mas.get('searchers') or () if isinstance(s, dict)]
+  return {
+      'fallback': mas.get('fallback'),
+      'verifier_status': mas.get('verifier_status'),
+      'searcher_answers': mas.get('searcher_answers'),
+      'searchers': [
+          detail(s, {'type': 'trajectory'}, removed) for s in searchers
+      ],
   }
 
 

@@ -38,6 +38,7 @@ def workdirs(tmp_path_factory, tiny_index):
   wd.encrypted_eval_run(root / 'secret' / 'enc', tiny_index)
   wd.eval_run(root / 'reset' / 'run', tiny_index, *_RESETS)
   wd.judged_eval_run(root / 'judged' / 'run', tiny_index)
+  wd.eval_run(root / 'mas' / 'run', tiny_index, '--config.mode=mas')
   return root
 
 
@@ -57,6 +58,17 @@ def test_judge_verdict_and_reason(workdirs):
       g['judge_reasoning']
       == 'The response names Lothair II, which matches the reference.'
   )
+
+
+def test_mas_searchers_are_shown(workdirs):
+  run = _runs(workdirs / 'mas')['run']
+  d = run.detail(0)
+  mas = d['mas']
+  assert len(mas['searchers']) == 2 and mas['verifier_status'] == 'answered'
+  s0 = mas['searchers'][0]
+  assert [s['role'] for s in s0['steps']][2:4] == ['assistant', 'tool']
+  assert s0['steps'][3]['blocks'][0]['hits'][0]['title'] == 'Teutberga'
+  assert run.rows[0]['tools'] == 3  # the system's calls, searchers included
 
 
 def test_a_real_discard_all_reset(workdirs):
@@ -393,9 +405,8 @@ def test_encrypted_runs_stay_encrypted(workdirs, tmp_path):
       r['encrypted'] and r['question'] == records.ENCRYPTED_QUESTION
       for r in run.rows
   )
-  assert (
-      run.summary['cards'][0]['value'] == '25.0% (1/4)'
-  )  # numbers are in the clear
+  cards = {c['label']: c['value'] for c in run.summary['cards']}
+  assert cards['pass@1'] == '25.0% (1/4)'  # numbers are in the clear
   html = page.static_html(enc, list(_runs(enc).values()))
   assert not any(q in html for q in wd.questions())
   # With the canary, the page is built in memory and sealed again.

@@ -68,7 +68,7 @@ def _non_blank(b, path):
 
 def _visible_text(b, css):
   return b.run(f'return [...document.querySelectorAll({json.dumps(css)})]'
-               '.filter(e => e.getClientRects().length && getComputedStyle(e).visibility !== "hidden")'
+               '.filter(e => e.checkVisibility({visibilityProperty: true}))'
                '.map(e => e.innerText)')  # fmt: skip
 
 
@@ -87,6 +87,19 @@ def test_contract_every_question_visible(tiny_run, browser, tmp_path):
   shown = _visible_text(browser, 'td.q')
   assert shown == wd.questions()
   _non_blank(browser, tmp_path / 'list.png')
+  _no_console_errors(browser)
+
+
+def test_mas_searchers_expand(tmp_path, tiny_index, browser):
+  run = wd.eval_run(tmp_path / 'mas', tiny_index, '--config.mode=mas')
+  _view(f'--workdir={run}', f'--out={run}/view.html')
+  _ready(browser, (run / 'view.html').as_uri() + '#run=0&t=0')
+  browser.wait_for('return document.querySelector("#mas")')
+  assert not _visible_text(browser, '#searcher-0 .hit')
+  browser.click('#searcher-0 > summary')
+  browser.click('#searcher-0 details.tool > summary')
+  hits = _visible_text(browser, '#searcher-0 .hit')
+  assert len(hits) == 10 and hits[0].startswith('[r1]Teutberga')
   _no_console_errors(browser)
 
 

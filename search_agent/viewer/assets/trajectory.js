@@ -131,7 +131,17 @@ function trajectoryView(d, runName) {
       d.error ? h('pre', { class: 'why' }, d.error) : null),
     gradePanel(d), rewardPanel(d), filterPanel(d), tokensPanel(d),
     d.task && d.task.evidence && d.task.evidence.length ? h('p', { class: 'muted' }, 'task evidence: ' + d.task.evidence.join(' · ')) : null,
-    h('h3', {}, `Steps (${d.steps.length} messages)`), h('div', { class: 'steps' }, timeline(d)));
+    h('h3', {}, `Steps (${d.steps.length} messages)`), h('div', { class: 'steps' }, timeline(d)),
+    d.mas ? masPanel(d.mas) : null);
+}
+
+function masPanel(m) {
+  return h('div', { class: 'panel', id: 'mas' }, h('h3', {}, `MAS: ${m.searchers.length} searchers`),
+    kv([['verifier status', m.verifier_status], ['fallback to a searcher answer', m.fallback ? String(m.fallback) : null],
+      ['searcher answers', (m.searcher_answers || []).map((a) => a ?? '(none)').join(' · ')]]),
+    m.searchers.map((s, k) => h('details', { class: 'step searcher', id: 'searcher-' + k },
+      h('summary', {}, `searcher ${k + 1}: ${s.status}, answer ${s.final_answer ?? '(none)'}, ${s.steps.length} messages`),
+      h('div', { class: 'step-body' }, timeline(s)))));
 }
 
 function taskView(d, runName) {
