@@ -136,6 +136,9 @@ def _funnel_table(report: Json) -> Json | None:
   }
 
 
+_NOT_CHARTED = ('time', 'timestamp', 'wall_time')
+
+
 def _charts(metrics: Sequence[Json]) -> list[Json]:
   series: dict[str, list[list[float]]] = collections.defaultdict(list)
   for k, m in enumerate(metrics):
@@ -147,7 +150,10 @@ def _charts(metrics: Sequence[Json]) -> list[Json]:
           and not isinstance(v, bool)
       ):
         series[key].append([x, v])
-  return [{'title': k, 'points': pts} for k, pts in sorted(series.items())][:24]
+  # Rewards and the loss first, then the rest by name; wall-clock stamps off.
+  first = lambda k: (0 if 'reward' in k else 1 if 'loss' in k else 2, k)
+  keys = sorted((k for k in series if k not in _NOT_CHARTED), key=first)
+  return [{'title': k, 'points': series[k]} for k in keys][:32]
 
 
 def _rows_cards(rows: Sequence[Json]) -> tuple[list[Json], list[Json]]:

@@ -85,11 +85,12 @@ function bars(block) {
 }
 
 function chart(c) {
-  const W = 260, H = 70, xs = c.points.map((p) => p[0]), ys = c.points.map((p) => p[1]);
+  const W = 220, H = 60, xs = c.points.map((p) => p[0]), ys = c.points.map((p) => p[1]);
   const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
   const sx = (x) => 4 + ((x - x0) / (x1 - x0 || 1)) * (W - 8), sy = (y) => H - 4 - ((y - y0) / (y1 - y0 || 1)) * (H - 8);
   const svg = `<svg width="${W}" height="${H}"><polyline points="${c.points.map((p) => sx(p[0]).toFixed(1) + ',' + sy(p[1]).toFixed(1)).join(' ')}"/></svg>`;
-  const box = h('div', { class: 'chart' }, h('h4', {}, `${c.title}: last ${fmt(ys[ys.length - 1])} (min ${fmt(y0)}, max ${fmt(y1)})`));
+  const box = h('div', { class: 'chart', title: `min ${fmt(y0)}, max ${fmt(y1)}` }, h('h4', {}, c.title),
+    h('div', { class: 'why' }, `last ${fmt(ys[ys.length - 1])} · min ${fmt(y0)} · max ${fmt(y1)}`));
   box.insertAdjacentHTML('beforeend', svg);
   return box;
 }
@@ -106,7 +107,8 @@ function renderSummary(run) {
     h('div', { class: 'bars' }, s.bars.map(bars)),
     s.tables.map((t) => h('div', { class: 'panel' }, h('h3', {}, t.title), h('table', {},
       h('tr', {}, t.head.map((x) => h('th', {}, x))), t.rows.map((r) => h('tr', {}, r.map((x) => h('td', {}, fmt(x)))))))),
-    s.charts.length ? h('div', {}, s.charts.map(chart)) : null,
+    s.charts.length ? h('details', { class: 'panel', open: true, id: 'charts' }, h('summary', {}, `per-step metrics (${s.charts.length} series)`),
+      h('div', {}, s.charts.map(chart))) : null,
     Object.entries(s.images || {}).map(([name, uri]) => h('details', { class: 'panel' }, h('summary', {}, name),
       h('img', { src: uri, alt: name, style: 'max-width:100%' }))),
     Object.entries(s.json).map(([k, v]) => jsonBlock(k, v)),

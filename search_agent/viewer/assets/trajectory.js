@@ -60,6 +60,9 @@ function tokensPanel(d) {
       t.mask_runs.map(([v, n]) => h('span', { class: v ? 'on' : 'off', style: `width:${(100 * n) / total}%` }))));
   }
   if (d.tokens_note) body.push(h('p', { class: 'why' }, 'token record: ' + d.tokens_note));
+  if (d.reward && typeof d.reward.advantage === 'number' && Math.abs(d.reward.advantage) < 1e-9) {
+    body.push(h('p', { class: 'why', id: 'zero-advantage' }, 'advantage 0: its tokens carry loss but contribute no policy gradient'));
+  }
   const turns = d.steps.filter((s) => s.role === 'assistant');
   const masked = new Map();
   for (const s of turns.filter((x) => !x.trains)) masked.set(s.why, [...(masked.get(s.why) || []), '#' + s.i]);
