@@ -309,7 +309,7 @@ def test_rl_rewards_advantages_versions(workdirs):
       'eligible, but the trajectory was dropped: its group was dropped by'
       ' dynamic sampling (all advantages zero) at update 1'
   }
-  assert [c['title'] for c in run.summary['charts']] == ['loss', 'reward_mean']
+  assert [c['title'] for c in run.summary['charts']] == ['reward_mean', 'loss']
   bars = {b['title']: b['counts'] for b in run.summary['bars']}
   assert bars['trained tokens by policy version'] == {'v3': 16, 'v4': 8}
   assert run.summary['json']['parity.json'] == {'max_abs_logprob_gap': 0.0012}
