@@ -69,6 +69,12 @@ def _assert_trees_equal(a, b):
 
 
 @pytest.fixture(scope='module')
+def torch():
+  """torch, or a skip (before any model is built): not in requirements.txt."""
+  return pytest.importorskip('torch')
+
+
+@pytest.fixture(scope='module')
 def mixtral(tmp_path_factory, fixture_dir):
   """(model, params imported from the HF fixture)."""
   cfg = hf_import.model_config_for_hf(
@@ -345,3 +351,24 @@ def test_refusals(tmp_path, fixture_dir):
     )
   with pytest.raises(hf_export.HFExportError, match='exactly one'):
     hf_export.export_checkpoint(tiny, str(tmp_path))
+
+
+@pytest.mark.maxtext
+@pytest.mark.slow
+def test_exported_mixtral_logits_under_transformers(torch, mixtral, tmp_path):
+  """HF transformers itself as the reference, where torch is installed."""
+  model, params = mixtral
+  hf_export.export(
+      params,
+      model.logical_axes,
+      model.config,
+      model.mt_config,
+      str(tmp_path),
+      dtype='float32',
+  )
+  hf_model = transformers.AutoModelForCausalLM.from_pretrained(
+      str(tmp_path), dtype=torch.float32
+  ).eval()
+  with torch.no_grad():
+    ref = hf_model(input_ids=torch.tensor(TOKENS)).logits.numpy()
+  assert np.abs(_logits(model, params) - ref).max() < 1e-4
