@@ -133,19 +133,32 @@ def plot(report: dict[str, Any], path: str) -> None:
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 
-  stages = report['funnel']['stages']
-  names = [s['stage'].replace('_', ' ') for s in stages][::-1]
-  counts = [s['count'] for s in stages][::-1]
-  fig, ax = plt.subplots(figsize=(7, 3.2))
-  bars = ax.barh(names, counts, color='#4c72b0')
-  for bar, s in zip(bars, stages[::-1]):
+  f = report['funnel']
+  rows = [
+      (s['stage'].replace('_', ' ')
+       + (' (not run)' if s['stage'] in f['skipped_stages'] else ''),
+       s['count'], '#9aa5b1' if s['stage'] in f['skipped_stages'] else '#4c72b0')
+      for s in f['stages']
+  ]  # fmt: skip
+  rows += [('too easy', f['too_easy'], '#dd8452'),
+           ('hard candidates', f['hard_candidates'], '#c44e52')]  # fmt: skip
+  total = f['stages'][0]['count'] or 1
+  rows = rows[::-1]
+  fig, ax = plt.subplots(figsize=(7.5, 3.6))
+  bars = ax.barh([r[0] for r in rows], [r[1] for r in rows],
+                 color=[r[2] for r in rows])  # fmt: skip
+  for bar, (_, count, _) in zip(bars, rows):
     ax.text(
         bar.get_width(), bar.get_y() + bar.get_height() / 2,
-        f' {s["count"]:,} ({s["of_proposals"]:.1%})', va='center', fontsize=8,
+        f' {count:,} ({count / total:.1%})', va='center', fontsize=8,
     )  # fmt: skip
   ax.set_xlabel('proposals')
-  ax.set_title('Proposal filtering (percent of generated proposals)')
-  ax.set_xlim(0, max(counts + [1]) * 1.35)
+  ax.set_title(
+      'Proposal filtering (percent of generated proposals); graph-to-QA'
+      f' {f["graph_to_qa"]:.1%}',
+      fontsize=10,
+  )
+  ax.set_xlim(0, max([r[1] for r in rows] + [1]) * 1.35)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)

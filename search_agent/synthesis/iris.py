@@ -126,11 +126,12 @@ class IrisGenerator:
     pages = [p for p in dict.fromkeys(pages) if p in self._docs]
     return pages[: self._config.max_pages]
 
-  async def propose(self, graph, revision, feedback):
-    cfg = self._config
+  async def _distill(self, graph):
+    """Seed pages, their titles, and the relations reaching the answer."""
     pages = await self._pages(graph)
     text = '\n\n'.join(
-        f'## {self._docs[p].title}\n{self._docs[p].text[: cfg.page_chars]}'
+        f'## {self._docs[p].title}\n'
+        f'{self._docs[p].text[: self._config.page_chars]}'
         for p in pages
     )
     distilled = await prompting.ask_json(
@@ -138,14 +139,51 @@ class IrisGenerator:
     )
     titles = {self._docs[p].title for p in pages}
     rels = [r for r in _relations(distilled) if r.get('page', '') in titles]
-    rels = connected_relations(rels, graph.answer)
+    return pages, titles, connected_relations(rels, graph.answer)
+
+  def _on_graph(self, question: str, path, rels) -> bool:
+    """>= k coupled steps, each a relation of the distilled graph."""
+    known = {
+        (normalize_answer(r['subject']), normalize_answer(r['object']))
+        for r in rels
+    }
+    steps_known = all(
+        isinstance(s, dict)
+        and (normalize_answer(str(s.get('subject'))),
+             normalize_answer(str(s.get('object')))) in known
+        for s in path
+    )  # fmt: skip
+    return (
+        bool(question)
+        and len(path) >= self._config.min_relations
+        and steps_known
+        and coupled(path)
+    )
+
+  def _non_answer_names(self, graph, authored, rels, titles) -> set[str]:
+    names = {str(e) for e in authored.get('entities') or []}
+    names |= {r[k] for r in rels for k in ('subject', 'object')}
+    names |= titles
+    answer_forms = {normalize_answer(graph.answer)}
+    if graph.answer_doc:
+      title = self._docs[graph.answer_doc].title
+      answer_forms.add(normalize_answer(entities.display_name(title)))
+    return {
+        n
+        for n in names
+        if normalize_answer(entities.display_name(n)) not in answer_forms
+    }
+
+  async def propose(self, graph, revision, feedback):
+    k = self._config.min_relations
+    pages, titles, rels = await self._distill(graph)
     base = dict(pages=[self._docs[p].title for p in pages], entity_graph=rels)
-    if len(rels) < cfg.min_relations:
+    if len(rels) < k:
       return self._reject(graph, revision, 'entity_graph',
                           f'{len(rels)} relations reach the answer', base)  # fmt: skip
     authored = await prompting.ask_json(
         self.llm, 'iris_question',
-        {'answer': graph.answer, 'min_relations': cfg.min_relations,
+        {'answer': graph.answer, 'min_relations': k,
          'relations': '\n'.join(
              f'{r["subject"]} | {r["relation"]} | {r["object"]}' for r in rels),
          'feedback': prompting.format_feedback(feedback)},
@@ -153,40 +191,11 @@ class IrisGenerator:
     )  # fmt: skip
     path = authored.get('reasoning_path') or []
     question = str(authored.get('question') or '').strip()
-    known = {
-        (normalize_answer(r['subject']), normalize_answer(r['object']))
-        for r in rels
-    }
-    on_graph = all(
-        isinstance(s, dict)
-        and (normalize_answer(str(s.get('subject'))),
-             normalize_answer(str(s.get('object')))) in known
-        for s in path
-    )  # fmt: skip
-    if (
-        not question
-        or len(path) < cfg.min_relations
-        or not on_graph
-        or not coupled(path)
-    ):
+    if not self._on_graph(question, path, rels):
       return self._reject(graph, revision, 'reasoning_path',
-                          f'needs >= {cfg.min_relations} coupled relations of'
-                          ' the entity graph', dict(base, question=question))  # fmt: skip
-    names = {str(e) for e in authored.get('entities') or []}
-    names |= {r[k] for r in rels for k in ('subject', 'object')}
-    names |= titles
-    answer_forms = {normalize_answer(graph.answer)}
-    if graph.answer_doc:
-      answer_forms.add(
-          normalize_answer(
-              entities.display_name(self._docs[graph.answer_doc].title)
-          )
-      )
-    names = {
-        n
-        for n in names
-        if normalize_answer(entities.display_name(n)) not in answer_forms
-    }
+                          f'needs >= {k} coupled relations of the entity'
+                          ' graph', dict(base, question=question))  # fmt: skip
+    names = self._non_answer_names(graph, authored, rels, titles)
     facts = '\n'.join(
         f'- {n}: ' + '; '.join(f'{r["relation"]} {r["object"]}' for r in rels
                              if r['subject'] == n)

@@ -15,6 +15,7 @@ import re
 from typing import Callable, Iterable
 
 from search_agent.corpus.record import Document
+from search_agent.synthesis import consistency
 from search_agent.synthesis import entities
 from search_agent.synthesis.records import ENTITY_RELATIONS
 from search_agent.synthesis.records import PageClaim
@@ -30,7 +31,10 @@ DATE = (
 )
 _PARTICLE = r'(?:of|de|da|di|del|della|van|von|der|den|du|la|le|y|bin|al)'
 _WORD = r"[A-Z][\w'’\-]*\.?"
-NAME = rf'{_WORD}(?: (?:{_PARTICLE} )*{_WORD})*'
+_ORDINAL_TITLE = rf', \d+(?:st|nd|rd|th) {_WORD}(?: (?:{_PARTICLE} )*{_WORD})*'
+# A run of capitalised words (with particles), optionally with a peerage
+# suffix: "James Stuart, 1st Earl of Bute".
+NAME = rf'{_WORD}(?: (?:{_PARTICLE} )*{_WORD})*(?:{_ORDINAL_TITLE})?'
 _PLACE_WORDS = r"[A-Z][\w'’\-\.]*(?: (?:{p} )*[A-Z][\w'’\-\.]*)*"
 _PLACE = _PLACE_WORDS + r'(?:, ' + _PLACE_WORDS + r')*'
 _PLACE = _PLACE.replace('{p}', _PARTICLE)
@@ -88,7 +92,7 @@ def _clean_name(name: str) -> str:
 
 
 def _split_names(names: str) -> list[str]:
-  parts = re.split(r',? and |, ', names)
+  parts = re.split(r',? and |, (?!\d+(?:st|nd|rd|th) )', names)
   return [_clean_name(p) for p in parts if p.strip()]
 
 
@@ -228,7 +232,13 @@ class Extractor:
 def extract_all(
     docs: Iterable[Document], title_index: dict[tuple, str]
 ) -> dict[str, list[PageClaim]]:
-  """doc_id → its pattern claims, for every document."""
+  """doc_id → its pattern claims, for every document.
+
+  Entity claims whose object page is temporally impossible for the
+  relation (`consistency.plausible`) are dropped: they name another
+  person of the same name.
+  """
   docs = list(docs)
   extractor = Extractor({d.doc_id: d for d in docs}, title_index)
-  return {d.doc_id: extractor.extract(d) for d in docs}
+  claims = {d.doc_id: extractor.extract(d) for d in docs}
+  return consistency.drop_implausible(claims)

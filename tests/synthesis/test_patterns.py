@@ -2,8 +2,10 @@
 
 import pytest
 
+from search_agent.synthesis import consistency
 from search_agent.synthesis import entities
 from search_agent.synthesis import patterns
+from search_agent.synthesis.records import PageClaim
 
 
 @pytest.fixture(scope='module')
@@ -67,3 +69,23 @@ def test_every_passage_is_a_sentence_of_its_page(prepared):
       assert c.subject == doc_id
       assert c.passage in text
       assert c.object_doc is None or c.object_doc in prepared.docs
+
+
+def test_peerage_suffix_is_part_of_the_name(extractor, by_title):
+  # "the son of James Stuart, 1st Earl of Bute and Agnes Mackenzie": the
+  # name must not stop at "James Stuart" (that title is a rugby player's).
+  got = _triples(extractor, by_title['James Stuart, 2nd Earl of Bute'])
+  assert ('father', 'James Stuart, 1st Earl of Bute', None) in got
+
+
+def test_temporally_impossible_credit_is_dropped():
+  film = [
+      PageClaim(subject='F', relation='release_year', object='1935'),
+      PageClaim(subject='F', relation='composer', object='A', object_doc='A'),
+  ]
+  person = [PageClaim(subject='A', relation='date_of_birth', object='1978')]
+  kept = consistency.drop_implausible({'F': film, 'A': person})
+  assert [c.relation for c in kept['F']] == ['release_year']
+  person = [PageClaim(subject='A', relation='date_of_birth', object='1903')]
+  kept = consistency.drop_implausible({'F': film, 'A': person})
+  assert len(kept['F']) == 2
