@@ -196,7 +196,7 @@ def _traj_row(i, t, res, dec, rew, task) -> Json:
       'tools': sum(trajectories.tool_counts(t).values()),
       'steps': (t.get('meta') or {}).get(
           'steps',
-          sum(m.get('role') == 'assistant' for m in t.get('messages', ())),
+          sum(m.get('role') == 'assistant' for m in trajectories.messages(t)),
       ),
   }
   if res:

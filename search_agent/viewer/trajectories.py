@@ -17,6 +17,16 @@ from search_agent.viewer import observations
 Json = dict[str, Any]
 
 
+def messages(traj: Json) -> list[Json]:
+  """The messages, each a dict (a stray value becomes an 'unknown' one)."""
+  out = []
+  for m in traj.get('messages') or ():
+    if not isinstance(m, dict):
+      m = {'role': 'unknown', 'content': str(m)}
+    out.append(m)
+  return out
+
+
 def loss_reason(m: Json, removed: str = '') -> tuple[bool, str]:
   """(trains, why) for one message."""
   role = m.get('role', '')
@@ -98,9 +108,7 @@ def _per_turn(traj: Json) -> dict[int, Json]:
   """
   segs = _segments(traj.get('tokens') or {})
   turns = [
-      i
-      for i, m in enumerate(traj.get('messages', ()))
-      if m.get('role') == 'assistant'
+      i for i, m in enumerate(messages(traj)) if m.get('role') == 'assistant'
   ]
   return dict(zip(turns, segs)) if len(segs) == len(turns) else {}
 
@@ -120,11 +128,11 @@ def _runs(mask) -> list[list[int]]:
 def _left_context(traj: Json) -> dict[int, str]:
   """Message index -> when that turn left the model's view."""
   meta = traj.get('meta', {}).get('context', {}) or {}
-  messages = traj.get('messages', ())
+  msgs = messages(traj)
   out: dict[int, str] = {}
   if meta.get('policy') == 'sliding_window':
     keep = int(meta.get('keep_observations', 5))
-    tools = [i for i, m in enumerate(messages) if m.get('role') == 'tool']
+    tools = [i for i, m in enumerate(msgs) if m.get('role') == 'tool']
     for k, i in enumerate(tools):
       if k + keep < len(tools):
         out[i] = (
@@ -153,17 +161,18 @@ def detail(traj: Json, extra: Json | None = None, removed: str = '') -> Json:
   tokens, per_msg = _token_stats(traj)
   left = _left_context(traj)
   steps = []
-  for i, m in enumerate(traj.get('messages', ())):
+  for i, m in enumerate(messages(traj)):
     trains, why = loss_reason(m, removed)
     step: Json = {
         'i': i,
         'role': m.get('role', ''),
         'name': m.get('name', ''),
-        'content': m.get('content', ''),
-        'reasoning': m.get('reasoning', ''),
+        'content': str(m.get('content') or ''),
+        'reasoning': str(m.get('reasoning') or ''),
         'tool_calls': [
             {'name': c.get('name', ''), 'arguments': c.get('arguments', {})}
-            for c in m.get('tool_calls', ())
+            for c in m.get('tool_calls') or ()
+            if isinstance(c, dict)
         ],
         'invalid': bool(m.get('invalid', False)),
         'trains': trains,
@@ -220,6 +229,7 @@ def _mas(mas: Any, removed: str) -> Json | None:
 def tool_counts(traj: Json) -> collections.Counter:
   return collections.Counter(
       c.get('name', '')
-      for m in traj.get('messages', ())
-      for c in m.get('tool_calls', ())
+      for m in messages(traj)
+      for c in m.get('tool_calls') or ()
+      if isinstance(c, dict)
   )

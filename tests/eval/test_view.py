@@ -8,6 +8,7 @@ test_view_browser.py.
 import ast
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -428,6 +429,24 @@ def test_encrypted_runs_stay_encrypted(workdirs, tmp_path):
   assert {p: p.read_bytes() for p in enc.rglob('*') if p.is_file()} == before
   wrong = _runs(enc, 'not-the-canary')['enc']
   assert 'does not decrypt' in wrong.rows[0]['question']
+
+
+def test_torn_and_odd_lines_are_listed_not_fatal(workdirs, tmp_path):
+  work = tmp_path / 'run'
+  shutil.copytree(workdirs / 'all' / 'eval_cm', work)
+  odd = {'id': 'odd', 'task_id': 'x', 'question': 'q?', 'messages': [
+      {'role': 'assistant', 'content': None}, 'not a message',
+      {'role': 'tool', 'content': '[r1] T\nURL: u\ns'}]}  # fmt: skip
+  with open(work / 'trajectories.jsonl', 'a') as f:
+    f.write(json.dumps(odd) + '\n{"id": "torn", "task_')
+  run = _runs(tmp_path)['run']
+  assert len(run.rows) == 5 and run.rows[-1]['id'] == 'odd'
+  assert any('trajectories.jsonl:6' in e for e in run.errors)
+  steps = run.detail(4)['steps']
+  assert [s['role'] for s in steps] == ['assistant', 'unknown', 'tool']
+  assert steps[0]['content'] == ''
+  assert steps[2]['blocks'][0]['hits'][0]['url'] == 'u'
+  assert page.static_html(tmp_path, [run])
 
 
 def test_no_run_is_a_clear_error(tmp_path):
