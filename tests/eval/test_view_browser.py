@@ -165,6 +165,10 @@ def test_open_expand_switch_compare(many_runs, browser, tmp_path):
   browser.click('#compare-runs-link')
   browser.wait_for('return document.querySelector("#compare-runs")')
   assert len(_visible_text(browser, '#compare-runs tr.row')) == 4
+  flips = _visible_text(browser, '#flips .card')
+  assert (
+      flips[0] == 'correct in both\n1' and flips[3] == 'correct in neither\n3'
+  )
   browser.click('#compare-runs tr.row')
   browser.wait_for(
       'return document.querySelectorAll("#compare .trajectory").length === 2'
@@ -280,6 +284,12 @@ def test_a_10000_trajectory_run_opens_under_2s(tiny_run, tmp_path, browser):
       'return document.querySelector("#page-info").innerText.startsWith("page 2 ")'
   )
   assert _visible_text(browser, 'td.q')[0].endswith('(variant 50)')
+  browser.click('th[data-col="verdict"]')  # sort: 'correct' rows first
+  browser.wait_for('return location.hash.includes("sort=verdict")')
+  verdicts = _visible_text(browser, 'td.verdict-correct')
+  assert len(verdicts) == 50 and browser.text('#page-info').startswith(
+      'page 1 '
+  )
   browser.run(
       'const s = document.querySelector("#search"); s.value = "variant 9998";'
       ' s.dispatchEvent(new Event("change"))'

@@ -121,8 +121,22 @@ const COLUMNS = ['question', 'id', 'task_id', 'status', 'verdict', 'answer', 're
 
 function filteredRows(run, st) {
   const q = (st.q || '').toLowerCase();
-  return run.rows.filter((r) => (!q || (r.question + ' ' + r.id + ' ' + (r.answer || '')).toLowerCase().includes(q))
+  const rows = run.rows.filter((r) => (!q || (r.question + ' ' + r.id + ' ' + (r.answer || '')).toLowerCase().includes(q))
     && (!st.f || [r.verdict, r.status, r.outcome].includes(st.f)));
+  if (!st.sort) return rows;
+  const key = st.sort, sign = st.desc ? -1 : 1;
+  const val = (r) => (r[key] === undefined || r[key] === null ? '' : r[key]);
+  return rows.slice().sort((a, b) => {
+    const x = val(a), y = val(b);
+    return sign * (typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y)));
+  });
+}
+
+function sortHeader(runIdx, st, c) {
+  const on = st.sort === c;
+  return h('th', { class: 'sortable', title: 'sort by ' + c, 'data-col': c,
+    onclick: () => go({ run: runIdx, q: st.q, f: st.f, sort: c, desc: on && !st.desc ? '1' : '' }) },
+  c + (on ? (st.desc ? ' ▼' : ' ▲') : ''));
 }
 
 function renderList(runIdx, st) {
@@ -138,7 +152,7 @@ function renderList(runIdx, st) {
     h('button', { id: 'next-page', disabled: (page + 1) * PAGE_SIZE >= rows.length, onclick: () => nav(page + 1) }, 'next ›'));
   const search = h('input', { id: 'search', placeholder: 'search question / id / answer', value: st.q || '' });
   search.addEventListener('change', (e) => go({ run: runIdx, q: e.target.value, f: st.f }));
-  const table = h('table', { id: 'rows' }, h('tr', {}, cols.map((c) => h('th', {}, c))),
+  const table = h('table', { id: 'rows' }, h('tr', {}, cols.map((c) => sortHeader(runIdx, st, c))),
     rows.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE).map((r) => h('tr', {
       class: 'row', 'data-i': r.i, onclick: () => go({ run: runIdx, t: r.i }) },
     cols.map((c) => h('td', { class: c === 'verdict' ? 'verdict-' + r[c] : (c === 'question' ? 'q' : null) },
@@ -150,6 +164,18 @@ function renderList(runIdx, st) {
   pager, table);
 }
 
+function flips(both, byTask, na, nb) {
+  // Which tasks each run gets right: the change a researcher looks for first.
+  const ok = (r) => r.verdict === 'correct' || r.correct === 1 || r.correct === true;
+  const n = { both: 0, [na + ' only']: 0, [nb + ' only']: 0, neither: 0 };
+  for (const r of both) {
+    const x = ok(r), y = ok(byTask.get(r.task_id || r.id));
+    n[x && y ? 'both' : x ? na + ' only' : y ? nb + ' only' : 'neither'] += 1;
+  }
+  return h('div', { class: 'cards', id: 'flips' }, Object.entries(n).map(([k, v]) =>
+    h('div', { class: 'card' }, h('div', { class: 'label' }, 'correct in ' + k), h('div', { class: 'value' }, v))));
+}
+
 function renderCompareRuns(a, b) {
   const ra = V.index.runs[a], rb = V.index.runs[b];
   const byTask = new Map(rb.rows.map((r) => [r.task_id || r.id, r]));
@@ -158,6 +184,7 @@ function renderCompareRuns(a, b) {
   const both = ra.rows.filter((r) => byTask.has(r.task_id || r.id));
   return h('section', { id: 'compare-runs' }, h('h2', {}, 'Compare runs ', pick(0, b), ' vs ', pick(1, a)),
     h('p', { class: 'muted' }, `${both.length} tasks in both; click one to see the two trajectories side by side`),
+    flips(both, byTask, ra.id, rb.id),
     h('table', {}, h('tr', {}, ['task', 'question', ra.id, rb.id].map((x) => h('th', {}, x))),
       both.slice(0, 500).map((r) => { const o = byTask.get(r.task_id || r.id); return h('tr', { class: 'row',
         onclick: () => go({ run: a, t: r.i, vs: b + ':' + o.i }) }, h('td', {}, r.task_id), h('td', {}, short(r.question, 120)),
