@@ -10,6 +10,7 @@ server. CSS and JS are the package's assets, inlined.
 """
 
 import hashlib
+import html
 import json
 import pathlib
 from typing import Any, Iterator, Sequence
@@ -114,18 +115,50 @@ def _details(runs, pool: list[str], canary: str | None) -> Iterator[str]:
       )
 
 
-def shell(idx: Json, body_tail: str = '') -> str:
+def _head(workdir: str) -> str:
   css = (ASSETS / 'viewer.css').read_text(encoding='utf-8')
-  js = '\n'.join((ASSETS / f).read_text(encoding='utf-8') for f in _JS)
   return (
       '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
       '<meta name="viewport" content="width=device-width, initial-scale=1">'
       '<link rel="icon" href="data:,">'
-      f'<title>viewer: {idx["workdir"]}</title><style>{css}</style></head>\n'
-      '<body><header></header><main><p>loading…</p></main>\n'
-      f'<script type="application/json" id="viewer-index">{dumps(idx)}</script>\n'
-      f'{body_tail}<script>{js}</script></body></html>\n'
+      f'<title>viewer: {html.escape(workdir)}</title><style>{css}</style>'
+      '</head>\n<body><header></header><main><p>loading…</p></main>\n'
   )
+
+
+def _tail(idx: Json) -> str:
+  js = '\n'.join((ASSETS / f).read_text(encoding='utf-8') for f in _JS)
+  return (
+      f'<script type="application/json" id="viewer-index">{dumps(idx)}'
+      f'</script>\n<script>{js}</script></body></html>\n'
+  )
+
+
+def shell(idx: Json) -> str:
+  """The page without embedded details (server mode fetches them)."""
+  return _head(idx['workdir']) + _tail(idx)
+
+
+def static_pieces(
+    workdir: pathlib.Path,
+    runs: Sequence[runs_lib.Run],
+    canary: str | None = None,
+) -> Iterator[str]:
+  """The self-contained page, piece by piece (details, then the index).
+
+  With `canary`, the text of encrypted benchmarks (decrypted in memory to
+  build the page) is sealed again with it: the page holds ciphertext only
+  and decrypts in the browser's memory when the reader types the canary.
+  """
+  yield _head(str(workdir))
+  pool: list[str] = []
+  yield from _details(runs, pool, canary)
+  idx = index(workdir, runs, 'static')
+  for run in idx['runs']:
+    run['rows'] = [_row(r, canary) for r in run['rows']]
+    run['sealed'] = any('sealed' in r for r in run['rows'])
+  idx['pool'] = pool
+  yield _tail(idx)
 
 
 def static_html(
@@ -133,26 +166,16 @@ def static_html(
     runs: Sequence[runs_lib.Run],
     canary: str | None = None,
 ) -> str:
-  """The whole self-contained page.
-
-  With `canary`, the text of encrypted benchmarks (decrypted in memory to
-  build the page) is sealed again with it: the page holds ciphertext only
-  and decrypts in the browser's memory when the reader types the canary.
-  """
-  pool: list[str] = []
-  details = ''.join(_details(runs, pool, canary))
-  idx = index(workdir, runs, 'static')
-  for run in idx['runs']:
-    run['rows'] = [_row(r, canary) for r in run['rows']]
-    run['sealed'] = any('sealed' in r for r in run['rows'])
-  idx['pool'] = pool
-  return shell(idx, details)
+  """The whole page as one string (see static_pieces)."""
+  return ''.join(static_pieces(workdir, runs, canary))
 
 
 def write_static(
     workdir: pathlib.Path, out: pathlib.Path, canary: str | None
 ) -> int:
   """Writes the static page (never decrypted text); returns its size."""
-  text = static_html(workdir, load_workdir(workdir, canary), canary)
-  out.write_text(text, encoding='utf-8')
-  return len(text.encode('utf-8'))
+  runs = load_workdir(workdir, canary)
+  with open(out, 'w', encoding='utf-8') as f:
+    for piece in static_pieces(workdir, runs, canary):
+      f.write(piece)
+  return out.stat().st_size
