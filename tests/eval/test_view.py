@@ -197,6 +197,8 @@ def test_a_trajectory_in_full(workdirs):
   assert search['hits'][0]['url'] == 'https://en.wikipedia.org/wiki/Teutberga'
   assert 'queen of Lotharingia' in search['hits'][0]['text']
   assert not d['steps'][3]['trains'] and 'observation' in d['steps'][3]['why']
+  # The task's evidence page (Teutberga) was among the search hits.
+  assert '<g class="node seen"><title>Teutberga</title>' in d['task_graph']
 
 
 def test_filtering_reasons_and_dropped_trajectories(workdirs):

@@ -130,6 +130,12 @@ def test_open_expand_switch_compare(many_runs, browser, tmp_path):
   browser.click('#step-2 details.reasoning > summary')
   assert 'Search first.' in _visible_text(browser, '#step-2 .reasoning')[0]
   assert '2 of 2 assistant turns train' in browser.text('#tokens')
+  assert (
+      browser.run(
+          'return document.querySelectorAll("#graph .node.seen").length'
+      )
+      == 1
+  )
   _non_blank(browser, tmp_path / 'trajectory.png')
   # Compare with the same task in the no-CM run, side by side.
   browser.click('#compare-select option[value^="1:"]')

@@ -134,6 +134,7 @@ function trajectoryView(d, runName) {
       d.error ? h('pre', { class: 'why' }, d.error) : null),
     gradePanel(d), rewardPanel(d), filterPanel(d), tokensPanel(d),
     d.task && d.task.evidence && d.task.evidence.length ? h('p', { class: 'muted' }, 'task evidence: ' + d.task.evidence.join(' · ')) : null,
+    d.task_graph ? graphPanel(d.task_graph, 'Evidence graph (blue: pages this trajectory saw)') : null,
     h('h3', {}, `Steps (${d.steps.length} messages)`), h('div', { class: 'steps' }, timeline(d)),
     d.mas ? masPanel(d.mas) : null);
 }
@@ -145,6 +146,12 @@ function masPanel(m) {
     m.searchers.map((s, k) => h('details', { class: 'step searcher', id: 'searcher-' + k },
       h('summary', {}, `searcher ${k + 1}: ${s.status}, answer ${s.final_answer ?? '(none)'}, ${s.steps.length} messages`),
       h('div', { class: 'step-body' }, timeline(s)))));
+}
+
+function graphPanel(svg, title) {
+  const wrap = h('div', { class: 'panel graph-wrap', id: 'graph' }, h('h3', {}, title));
+  wrap.insertAdjacentHTML('beforeend', svg);
+  return wrap;
 }
 
 function taskView(d, runName) {
