@@ -214,6 +214,14 @@ def test_server_mode_decrypts_in_memory(tmp_path, tiny_index, browser):
     assert 'decrypted in memory' in browser.text('.trajectory .toolbar')
     with urllib.request.urlopen(url + 'api/index') as r:
       assert json.load(r)['runs'][0]['n'] == 4
+    lines = (enc / 'trajectories.jsonl').read_text().splitlines()
+    more = {**json.loads(lines[0]), 'id': 'appended#1'}
+    (enc / 'trajectories.jsonl').write_text(
+        '\n'.join(lines + [json.dumps(more)]) + '\n'
+    )
+    browser.click('#reload')  # a run that grew: read again from disk
+    browser.wait_for('return window.__viewerReady && V.index.runs[0].n === 5')
+    (enc / 'trajectories.jsonl').write_text('\n'.join(lines) + '\n')
     _no_console_errors(browser)
   assert sorted(p for p in tmp_path.rglob('*')) == before  # nothing written
 

@@ -74,6 +74,7 @@ function renderHeader(st) {
     h('h1', {}, 'search_agent viewer'), h('span', { class: 'muted' }, V.index.workdir),
     h('label', {}, 'run ', sel),
     h('a', { href: '#run=' + st.run }, 'list'),
+    V.index.source === 'server' ? h('a', { id: 'reload', href: '?reload=1' + location.hash }, 'reload from disk') : '',
     V.index.runs.length > 1 ? h('a', { id: 'compare-runs-link', href: '#compare=' + st.run + ',' + ((+st.run + 1) % V.index.runs.length) }, 'compare runs') : '');
 }
 
