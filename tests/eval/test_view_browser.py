@@ -127,6 +127,21 @@ def test_open_expand_switch_compare(many_runs, browser, tmp_path):
   hits = _visible_text(browser, '#step-3 .hit')
   assert len(hits) == 10 and hits[0].startswith('[r1]Teutberga')
   assert 'https://en.wikipedia.org/wiki/Teutberga' in hits[0]
+  browser.run(
+      'document.dispatchEvent(new KeyboardEvent("keydown", {key: "j"}))'
+  )
+  browser.wait_for('return location.hash === "#run=0&t=1"')
+  browser.wait_for(
+      'return document.querySelector(".question").innerText === %s'
+      % json.dumps(wd.questions()[1])
+  )
+  browser.run(
+      'document.dispatchEvent(new KeyboardEvent("keydown", {key: "k"}))'
+  )
+  browser.wait_for(
+      'return location.hash === "#run=0&t=0" && document.querySelector("#step-3")'
+  )
+  browser.click('#step-3 > summary')
   browser.click('#step-2 details.reasoning > summary')
   assert 'Search first.' in _visible_text(browser, '#step-2 .reasoning')[0]
   assert '2 of 2 assistant turns train' in browser.text('#tokens')

@@ -195,8 +195,8 @@ async function renderItem(run, i, st) {
   if (d.type === 'group') return groupView(d, name);
   const others = otherRuns(run, d);
   const bar = h('div', { class: 'toolbar' }, h('a', { href: '#run=' + run }, '← back to the list'),
-    i > 0 ? h('a', { href: `#run=${run}&t=${i - 1}` }, '‹ previous') : null,
-    i + 1 < V.index.runs[run].n ? h('a', { href: `#run=${run}&t=${i + 1}`, id: 'next-item' }, 'next ›') : null,
+    i > 0 ? h('a', { href: `#run=${run}&t=${i - 1}`, title: 'key k' }, '‹ previous') : null,
+    i + 1 < V.index.runs[run].n ? h('a', { href: `#run=${run}&t=${i + 1}`, id: 'next-item', title: 'key j' }, 'next ›') : null,
     others.length ? h('label', {}, 'compare with ', h('select', { id: 'compare-select', onchange: (e) => go({ run, t: i, vs: e.target.value }) },
       h('option', { value: '' }, '—'), others.map(([k, row]) => h('option', { value: k + ':' + row.i, selected: st.vs === k + ':' + row.i }, V.index.runs[k].id)))) : null);
   if (!st.vs) return h('div', {}, bar, trajectoryView(d, name));
