@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import shutil
 from typing import Any
 import uuid
 
@@ -23,11 +24,13 @@ from search_agent.agent import react
 from search_agent.agent import task as task_lib
 from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.corpus import sources
+from search_agent.llm import registry
 from search_agent.model import checkpoint_params
 from search_agent.model import config as model_config_lib
 from search_agent.model import families
 from search_agent.model import hf_import
 from search_agent.model import maxtext_model
+from search_agent.search import tantivy_build
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
 from search_agent.train.rl import configs
@@ -114,8 +117,6 @@ def _atomic_build(final: pathlib.Path, build) -> None:
   try:
     os.rename(tmp, final)
   except OSError:  # another process finished first
-    import shutil  # pylint: disable=g-import-not-at-top
-
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -142,9 +143,6 @@ def index_dir(c, workdir: str) -> str:
   """The search index: configured, or <workdir>/index built when absent."""
   if c.search.index_dir or c.search.url:
     return c.search.index_dir
-  from search_agent.search import \
-      tantivy_build  # pylint: disable=g-import-not-at-top
-
   out = pathlib.Path(workdir) / 'index'
   _atomic_build(
       out,
@@ -211,7 +209,5 @@ def scorer(c) -> Any:
     raise RLSetupError(
         f'judge.kind {c.judge.kind!r}: use "llm" or "deterministic"'
     )
-  from search_agent.llm import registry  # pylint: disable=g-import-not-at-top
-
   llm = registry.build(registry.from_dict(c.judge.llm.to_dict()))
   return scoring.LLMScorer(llm, llm, configs.claim_voting(c), weights)
