@@ -59,6 +59,18 @@ class Dispatch:
   version: int  # learner version when dispatched
 
 
+def chunk_size(ready: int, accumulated: int, cfg: SchedulerConfig) -> int:
+  """The ready-first rule: how many ready groups the next chunk takes.
+
+  0 until `start_after_ready` groups are ready (or all the update still
+  lacks, when fewer are missing); never more than the update lacks.
+  """
+  missing = cfg.groups_per_update - accumulated
+  if ready < min(cfg.start_after_ready, missing):
+    return 0
+  return min(missing, ready)
+
+
 class Scheduler:
   """Tracks dispatched, ready, accumulating and consumed groups."""
 
@@ -145,10 +157,8 @@ class Scheduler:
     A chunk needs `start_after_ready` ready groups, or all that the update
     still lacks when fewer are missing; it never overfills the update.
     """
-    missing = self.cfg.groups_per_update - len(self.accumulating)
-    if len(self.ready) < min(self.cfg.start_after_ready, missing):
-      return []
-    chunk = [self.ready.popleft() for _ in range(min(missing, len(self.ready)))]
+    n = chunk_size(len(self.ready), len(self.accumulating), self.cfg)
+    chunk = [self.ready.popleft() for _ in range(n)]
     self.accumulating.extend(chunk)
     return chunk
 
