@@ -64,6 +64,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           start_after_ready=8,
           dispatch_batch_groups=32,
           admission_window=8,
+          synchronous=False,  # the on-policy baseline (benchmarks)
+          oversample=0.0,  # synchronous only: Iris's over-sampling
       )
   )
   # Rollouts (the agent issue consumes these).
@@ -190,6 +192,9 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
           keep_observations=5,
           min_output_tokens=1_024,
           system_prompt='agent_system.md',
+          # Benchmarks only: injected per-group tool latency (0 = none).
+          latency_median_s=0.0,
+          latency_p99_s=0.0,
       )
   )
   # Search: a tantivy index ('' = <workdir>/index over the bundled corpus,
@@ -214,6 +219,12 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
       dict(max_abs_logprob_diff=0.05, require_routing=True)
   )
   c.weights = ml_collections.ConfigDict(dict(keep=3))  # versions kept
+  # SFT-RL climbing (Iris): after the run, pick one rollout per query in the
+  # pass band (filtering/climbing.py) into <workdir>/climbing/sft_train.jsonl
+  # for `python -m search_agent.train.sft --config.data.train_path=...`.
+  c.climbing = ml_collections.ConfigDict(
+      dict(enabled=False, min_pass=0.0, max_pass=1.0, min_tool_turns=2)
+  )
 
 
 def _tiny_run(c: ml_collections.ConfigDict) -> None:

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from absl import logging
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -132,6 +133,10 @@ class LearnerLoop:
     with self.model.rules():
       opt_state = jax.jit(self.tx.init)(self.model.params)
     self.params, self.opt_state = self.model.params, opt_state
+    # GRPO's KL reference: the initial policy (a copy: updates donate).
+    self.ref_params = None
+    if self.cfg.loss.objective == 'grpo_clip':
+      self.ref_params = jax.tree.map(jnp.copy, self.model.params)
     step = self.ckpt.latest_step() or 0
     data = {}
     if step:
@@ -238,7 +243,7 @@ class LearnerLoop:
       parity_lib.check(report, self.cfg.parity, self._parity_path())
       logging.info('step-0 parity: %s', report)
     with self.model.rules():
-      acc.add(self.params, mbs, self.version)
+      acc.add(self.params, mbs, self.version, self.ref_params)
 
   def _parity_path(self) -> str:
     return f'{self.workdir}/parity.json'

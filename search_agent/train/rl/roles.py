@@ -30,6 +30,7 @@ from search_agent.search import client as client_lib
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.train import checkpoint as checkpoint_lib
+from search_agent.train.rl import climbing_handoff
 from search_agent.train.rl import loop as loop_lib
 from search_agent.train.rl import replay_queue
 from search_agent.train.rl import rollout_worker
@@ -132,6 +133,9 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
       scorer=setup.scorer(c),
       queue=replay_queue.ReplayQueue(_paths(workdir)['queue']),
       errors_path=os.path.join(workdir, 'rollout_errors.jsonl'),
+      rollouts_path=os.path.join(
+          workdir, f'rollouts-{c.rollout.worker_id}.jsonl'
+      ),
   )
   worker.synced = synced
   try:
@@ -156,10 +160,18 @@ def run_rollout(c, workdir: str, stop: threading.Event | None = None) -> None:
     asyncio.run(_serve(worker, stop, c.learner.stall_timeout_s))
 
 
+def _after(c, workdir: str) -> None:
+  if c.climbing.enabled:
+    out = climbing_handoff.handoff(workdir, setup.climb_config(c))
+    logging.info('SFT-RL climbing: %s', out)
+
+
 def run_learner(c, workdir: str) -> int:
   loop = build_learner(c, workdir, jax.devices())
   write_manifest(c, workdir, 'learner', {'judge': setup.scorer(c).manifest})
-  return loop.run()
+  version = loop.run()
+  _after(c, workdir)
+  return version
 
 
 def run_all(c, workdir: str) -> int:
@@ -195,4 +207,5 @@ def run_all(c, workdir: str) -> int:
       stop.set()
       thread.join(timeout=60)
     logging.info('sampler loaded versions %s', worker.synced.loads)
+  _after(c, workdir)
   return version

@@ -24,6 +24,7 @@ from search_agent.agent import react
 from search_agent.agent import task as task_lib
 from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.corpus import sources
+from search_agent.filtering import climbing
 from search_agent.llm import registry
 from search_agent.model import checkpoint_params
 from search_agent.model import config as model_config_lib
@@ -87,6 +88,16 @@ def worker_config(c: ml_collections.ConfigDict) -> rollout_worker.WorkerConfig:
       max_groups=r.max_groups,
       max_attempts=r.max_attempts,
       system_prompt=r.system_prompt,
+      latency_median_s=r.latency_median_s,
+      latency_p99_s=r.latency_p99_s,
+  )
+
+
+def climb_config(c) -> climbing.ClimbConfig:
+  return climbing.ClimbConfig(
+      min_pass=c.climbing.min_pass,
+      max_pass=c.climbing.max_pass,
+      min_tool_turns=c.climbing.min_tool_turns,
   )
 
 
