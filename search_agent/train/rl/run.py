@@ -29,6 +29,7 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from search_agent.model import quiet_logs
 from search_agent.train.rl import roles
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -41,6 +42,7 @@ flags.mark_flags_as_required(['config', 'workdir'])
 
 def main(argv):
   del argv
+  quiet_logs.install()
   os.makedirs(_WORKDIR.value, exist_ok=True)
   c, workdir = _CONFIG.value, os.path.abspath(_WORKDIR.value)
   if _ROLE.value == 'rollout':
