@@ -283,6 +283,7 @@ class LearnerLoop:
         busy += time.monotonic() - b0
         used_groups.extend(groups)
         self.state_file.write(self._snapshot())
+        last_seen = time.monotonic()
         continue
       now = time.monotonic()
       if now - last_expire > 5.0:
@@ -311,18 +312,6 @@ class LearnerLoop:
     self.version = self.sched.version
     for g in used:
       self.passes.pop(g, None)
-    snap = self._snapshot()
-    self.state_file.write(snap)
-    if (
-        self.version % self.cfg.checkpoint_every == 0
-        or self.version >= self.cfg.max_updates
-    ):
-      self.ckpt.save(
-          self.version,
-          {'params': self.params, 'opt_state': self.opt_state},
-          {'version': self.version, 'learner': snap},
-      )
-    self.weights.publish(self.params, self.version)
     m = jax.device_get(m)
     wall = time.monotonic() - t0
     ages = np.asarray(m['age_hist']).astype(int).tolist()
@@ -353,4 +342,18 @@ class LearnerLoop:
         'tokens_per_s': gen_tokens / wall if wall > 0 else 0.0,
         'time': time.time(),
     }
+    # Metrics before the checkpoint: a resume rolls metrics.jsonl back to
+    # the checkpoint's version, so no update is listed twice or lost.
     self.metrics.write(record)
+    snap = self._snapshot()
+    self.state_file.write(snap)
+    if (
+        self.version % self.cfg.checkpoint_every == 0
+        or self.version >= self.cfg.max_updates
+    ):
+      self.ckpt.save(
+          self.version,
+          {'params': self.params, 'opt_state': self.opt_state},
+          {'version': self.version, 'learner': snap},
+      )
+    self.weights.publish(self.params, self.version)
