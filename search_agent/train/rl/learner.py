@@ -18,6 +18,7 @@ import numpy as np
 from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import loss as loss_lib
 from search_agent.train.rl import records
+from search_agent.train.rl import token_exact
 
 LogprobFn = Callable[..., jax.Array]
 """(params, tokens_bt, **extras) -> logprobs_bt, position t = log p(token_t |
@@ -61,7 +62,7 @@ def routing_array(rec, seq_len: int) -> np.ndarray | None:
   """
   if rec.routed_experts is None:
     return None
-  r = np.asarray(rec.routed_experts, np.int32)
+  r = token_exact.decode_routing(rec.routed_experts)
   n = len(rec.token_ids)
   if r.ndim != 3 or r.shape[0] not in (n - 1, n):
     raise ValueError(

@@ -147,7 +147,9 @@ class RolloutWorker:
     routing = token_exact.stitch_routing(llm.calls, len(traj.tokens.token_ids))
     tokens = dataclasses.replace(
         traj.tokens,
-        routed_experts=None if routing is None else routing.tolist(),
+        routed_experts=(
+            None if routing is None else token_exact.encode_routing(routing)
+        ),
     )
     return dataclasses.replace(traj, tokens=tokens), llm.calls, ''
 

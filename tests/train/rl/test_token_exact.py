@@ -70,3 +70,15 @@ def test_routing_keeps_the_first_computation_of_each_position():
   with pytest.raises(ValueError, match='covers'):
     token_exact.stitch_routing(calls, len(IDS) + 1)
   assert token_exact.stitch_routing(CALLS, len(IDS)) is None
+
+
+def test_routing_codec_round_trips_compactly():
+  r = np.random.default_rng(0).integers(0, 128, (50, 4, 8))
+  enc = token_exact.encode_routing(r)
+  assert enc['dtype'] == 'uint8' and enc['shape'] == [50, 4, 8]
+  np.testing.assert_array_equal(token_exact.decode_routing(enc), r)
+  big = r * 300
+  np.testing.assert_array_equal(
+      token_exact.decode_routing(token_exact.encode_routing(big)), big
+  )
+  np.testing.assert_array_equal(token_exact.decode_routing(r.tolist()), r)
