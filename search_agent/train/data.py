@@ -4,7 +4,9 @@ Each trajectory passes through the context policy (`agent.context`: every
 assistant turn sees exactly the context the rollout policy showed it) and the
 token-exact renderer (`agent.renderer`), giving token ids and a loss mask.
 Sequences are shifted into (inputs, targets, loss_mask) with the mask taken
-on the target token, truncated to `seq_len`, first-fit packed into rows of
+on the target token, fitted to `seq_len` at whole supervised turns (a turn
+whose context does not fit is dropped and counted, never cut: `to_examples`,
+`Coverage`), first-fit packed into rows of
 `seq_len` with segment ids and positions (segment 0 is padding), and batched
 into one optimizer update: arrays [micro_steps, micro_batch, seq_len].
 
@@ -55,6 +57,8 @@ class DataConfig:
     train_lines: [start, stop) of the non-empty lines of train_path to use
       (stop 0 = to the end).
     val_lines: The same for val_path.
+    mode: 'sft' (trajectories: loss on assistant turns) or 'pretrain'
+      (corpus text: loss on every token, `train.sft.pretrain_data`).
   """
 
   train_path: str
@@ -68,6 +72,7 @@ class DataConfig:
   num_packing_bins: int = 8
   seed: int = 0
   num_epochs: int | None = 1
+  mode: str = 'sft'
 
 
 class JsonlTrajectories:
@@ -125,22 +130,96 @@ def make_render_fn(
   return render
 
 
+def loss_runs(mask: Sequence[int]) -> list[tuple[int, int]]:
+  """[start, end) of each maximal run of supervised tokens (one per turn)."""
+  m = np.concatenate([[0], np.asarray(mask, np.int8) != 0, [0]]).astype(np.int8)
+  edges = np.flatnonzero(np.diff(m))
+  return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
+
+
+@dataclasses.dataclass
+class Coverage:
+  """How many supervised tokens and turns survive fitting to `seq_len`.
+
+  A turn is a maximal run of supervised tokens; the final turn is the last one
+  of a trajectory (its answer).
+  """
+
+  sequences: int = 0
+  supervised_tokens: int = 0
+  kept_tokens: int = 0
+  turns: int = 0
+  kept_turns: int = 0
+  final_turns: int = 0
+  kept_final_turns: int = 0
+
+  def add(self, other: 'Coverage') -> None:
+    for f in dataclasses.fields(self):
+      setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+  def as_dict(self) -> dict[str, float]:
+    out = dataclasses.asdict(self)
+    out['dropped_tokens'] = self.supervised_tokens - self.kept_tokens
+    out['dropped_turns'] = self.turns - self.kept_turns
+    out['supervised_token_coverage'] = self.kept_tokens / max(
+        self.supervised_tokens, 1
+    )
+    out['final_turn_coverage'] = self.kept_final_turns / max(
+        self.final_turns, 1
+    )
+    return out
+
+
 def to_examples(
-    sequences: Sequence[tuple[Any, Any]], seq_len: int
+    sequences: Sequence[tuple[Any, Any]],
+    seq_len: int,
+    coverage: Coverage | None = None,
 ) -> list[Example]:
-  """(token_ids, loss_mask) pairs -> shifted, truncated training examples.
+  """One trajectory's (token_ids, loss_mask) views -> shifted examples.
 
   inputs = ids[:-1], targets = ids[1:], loss_mask = mask[1:] (a target token
-  is supervised when the mask marks it). Sequences with no supervised target
+  is supervised when the mask marks it). Nothing is cut silently: each view
+  keeps its longest prefix that ends after a whole supervised turn and fits
+  `seq_len` targets (a real prefix: every kept token sees exactly its
+  rollout context); the turns after it, whose context does not fit, are
+  dropped and counted in `coverage`. Views with no supervised turn that fits
   are dropped.
+
+  Args:
+    sequences: The views of one trajectory, in order.
+    seq_len: Packed row length (targets per example).
+    coverage: Counts added here when given.
+
+  Returns:
+    The examples.
   """
   out = []
+  cov = Coverage()
+  final_kept = None
   for ids, mask in sequences:
-    ids = np.asarray(ids, np.int32)[: seq_len + 1]
-    mask = np.asarray(mask, np.int32)[: seq_len + 1]
-    if len(ids) < 2 or not mask[1:].any():
+    cov.sequences += 1
+    mask = np.array(mask, np.int32)
+    mask[:1] = 0  # the first token is never a target
+    runs = loss_runs(mask)
+    fit = [(s, e) for s, e in runs if e <= seq_len + 1]
+    cov.turns += len(runs)
+    cov.supervised_tokens += sum(e - s for s, e in runs)
+    if runs:
+      final_kept = bool(fit) and fit[-1] == runs[-1]
+    if not fit:
       continue
-    out.append({'inputs': ids[:-1], 'targets': ids[1:], 'loss_mask': mask[1:]})
+    cut = fit[-1][1]
+    cov.kept_turns += len(fit)
+    cov.kept_tokens += sum(e - s for s, e in fit)
+    ids = np.asarray(ids, np.int32)[:cut]
+    out.append(
+        {'inputs': ids[:-1], 'targets': ids[1:], 'loss_mask': mask[1:cut]}
+    )
+  if final_kept is not None:
+    cov.final_turns += 1
+    cov.kept_final_turns += int(final_kept)
+  if coverage is not None:
+    coverage.add(cov)
   return out
 
 

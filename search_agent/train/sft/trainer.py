@@ -24,6 +24,7 @@ from search_agent.train import data as data_lib
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
 from search_agent.train.sft import config as sft_config
+from search_agent.train.sft import coverage
 from search_agent.train.sft import metrics as metrics_lib
 from search_agent.train.sft import step as step_lib
 
@@ -46,22 +47,27 @@ def load_or_train_tokenizer(
   return tokenizer_lib.train_tiny_tokenizer(docs, out, cfg.model.vocab_size)
 
 
+def make_render(cfg: sft_config.SFTConfig, workdir: str) -> data_lib.RenderFn:
+  """The run's trajectory -> [(token_ids, loss_mask)] function."""
+  tok = load_or_train_tokenizer(cfg, workdir)
+  if tok.vocab_size > cfg.model.vocab_size:
+    raise model_config_lib.ModelConfigError(
+        f'tokenizer has {tok.vocab_size} ids but the model vocab_size is'
+        f' {cfg.model.vocab_size}; raise model.vocab_size'
+    )
+  return data_lib.make_render_fn(
+      tok,
+      cfg.context_policy,
+      cfg.keep_last_n_observations,
+      cfg.chat_template,
+  )
+
+
 class _Run:
   """The pieces of one run, built once."""
 
   def __init__(self, cfg: sft_config.SFTConfig, workdir: str, devices=None):
-    tok = load_or_train_tokenizer(cfg, workdir)
-    if tok.vocab_size > cfg.model.vocab_size:
-      raise model_config_lib.ModelConfigError(
-          f'tokenizer has {tok.vocab_size} ids but the model vocab_size is'
-          f' {cfg.model.vocab_size}; raise model.vocab_size'
-      )
-    self.render = data_lib.make_render_fn(
-        tok,
-        cfg.context_policy,
-        cfg.keep_last_n_observations,
-        cfg.chat_template,
-    )
+    self.render = make_render(cfg, workdir)
     self.model = maxtext_model.build(cfg.model, cfg.layout, devices=devices)
     if cfg.model.load_parameters_path:
       self.model = dataclasses.replace(
@@ -113,6 +119,18 @@ def _update(run: _Run, state: dict, batch: dict) -> tuple[dict, dict]:
   return {'params': params, 'opt_state': opt_state}, m
 
 
+def _report_data(cfg, run: _Run, workdir: str, writer) -> None:
+  """data_report.json and the metrics `data` record (step 0), once a run."""
+  if os.path.exists(os.path.join(workdir, coverage.REPORT_FILE)):
+    return
+  report = coverage.make_report(cfg, run.render)
+  logging.info('data report:\n%s', coverage.format_report(report))
+  record = coverage.metrics_record(report)
+  if record and not metrics_lib.read_metrics(writer.path, 'data'):
+    writer.write(0, 'data', record)
+  coverage.write_report(workdir, report)
+
+
 def train(
     cfg: sft_config.SFTConfig,
     workdir: str,
@@ -145,6 +163,7 @@ def train(
     it.set_state(data_state)
     logging.info('resumed from update %d', start)
   writer = metrics_lib.MetricsWriter(workdir, cfg.total_updates, start)
+  _report_data(cfg, run, workdir, writer)
   for step in range(start + 1, cfg.total_updates + 1):
     try:
       batch = next(it)
