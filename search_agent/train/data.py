@@ -6,9 +6,11 @@ token-exact renderer (`agent.renderer`), giving token ids and a loss mask.
 Sequences are shifted into (inputs, targets, loss_mask) with the mask taken
 on the target token, fitted to `seq_len` at whole supervised turns (a turn
 whose context does not fit is dropped and counted, never cut: `to_examples`,
-`Coverage`), first-fit packed into rows of
-`seq_len` with segment ids and positions (segment 0 is padding), and batched
-into one optimizer update: arrays [micro_steps, micro_batch, seq_len].
+`Coverage`), first-fit packed into rows of `seq_len` with segment ids and
+positions (segment 0 is padding), and batched into one optimizer update:
+arrays [micro_steps, micro_batch, seq_len]. `packed_updates` and
+`packed_validation` do the packing for any random-access source and
+element -> examples function (the pretraining mode's corpus texts too).
 
 The iterator is a grain DatasetIterator: `get_state()` / `set_state()` make
 resume exact (the SFT checkpoint stores that state).
@@ -58,7 +60,9 @@ class DataConfig:
       (stop 0 = to the end).
     val_lines: The same for val_path.
     mode: 'sft' (trajectories: loss on assistant turns) or 'pretrain'
-      (corpus text: loss on every token, `train.sft.pretrain_data`).
+      (`[{title, text}]` corpus JSON: loss on every token,
+      `train.sft.pretrain_data`).
+    synthetic_fraction: Pretrain: share of synthetic copy/recall sequences.
   """
 
   train_path: str
@@ -73,6 +77,7 @@ class DataConfig:
   seed: int = 0
   num_epochs: int | None = 1
   mode: str = 'sft'
+  synthetic_fraction: float = 0.0
 
 
 class JsonlTrajectories:
@@ -223,15 +228,22 @@ def to_examples(
   return out
 
 
-class _Render(grain.experimental.FlatMapTransform):
+ExamplesFn = Callable[[Any], list[Example]]
 
-  def __init__(self, render_fn: RenderFn, seq_len: int, max_fan_out: int):
-    self._render = render_fn
-    self._seq_len = seq_len
+
+def sft_examples(render_fn: RenderFn, seq_len: int) -> ExamplesFn:
+  """Trajectory -> its fitted examples (`to_examples` of its views)."""
+  return lambda traj: to_examples(render_fn(traj), seq_len)
+
+
+class _Examples(grain.experimental.FlatMapTransform):
+
+  def __init__(self, examples_fn: ExamplesFn, max_fan_out: int):
+    self._fn = examples_fn
     self.max_fan_out = max_fan_out
 
   def flat_map(self, element):
-    return to_examples(self._render(element), self._seq_len)
+    return self._fn(element)
 
 
 def _stack(rows: Sequence[Example], cfg: DataConfig) -> Example:
@@ -249,23 +261,29 @@ def _stack(rows: Sequence[Example], cfg: DataConfig) -> Example:
   return batch
 
 
-def update_dataset(
-    path: str,
-    render_fn: RenderFn,
+def packed_updates(
+    source,
+    examples_fn: ExamplesFn,
     cfg: DataConfig,
     *,
     shuffle: bool = True,
     max_fan_out: int = 512,
 ) -> grain.IterDataset:
-  """The dataset of optimizer updates (dicts of [M, b, T] int32 arrays)."""
-  ds = grain.MapDataset.source(
-      JsonlTrajectories(path, cfg.train_lines, cfg.format)
-  )
+  """Updates (dicts of [M, b, T] int32 arrays) from any random-access source.
+
+  Args:
+    source: Elements by index (trajectories, corpus texts).
+    examples_fn: Element -> its training examples (each <= seq_len).
+    cfg: Shapes, seed and epochs.
+    shuffle: Shuffle the elements and the packing bins.
+    max_fan_out: The most examples one element may yield.
+  """
+  ds = grain.MapDataset.source(source)
   if shuffle:
     ds = ds.shuffle(seed=cfg.seed)
   ds = ds.repeat(cfg.num_epochs)
   it = grain.experimental.FlatMapIterDataset(
-      ds.to_iter_dataset(), _Render(render_fn, cfg.seq_len, max_fan_out)
+      ds.to_iter_dataset(), _Examples(examples_fn, max_fan_out)
   )
   lengths = {k: cfg.seq_len for k in FEATURES}
   packed = grain.experimental.FirstFitPackIterDataset(
@@ -279,12 +297,41 @@ def update_dataset(
   return packed.batch(rows, drop_remainder=True, batch_fn=_batch_fn(cfg))
 
 
+def update_dataset(
+    path: str,
+    render_fn: RenderFn,
+    cfg: DataConfig,
+    *,
+    shuffle: bool = True,
+    max_fan_out: int = 512,
+) -> grain.IterDataset:
+  """The dataset of SFT updates from a trajectory file (`packed_updates`)."""
+  return packed_updates(
+      JsonlTrajectories(path, cfg.train_lines, cfg.format),
+      sft_examples(render_fn, cfg.seq_len),
+      cfg,
+      shuffle=shuffle,
+      max_fan_out=max_fan_out,
+  )
+
+
 def _batch_fn(cfg: DataConfig):
   return lambda rows: _stack(rows, cfg)
 
 
 def validation_batches(
     path: str, render_fn: RenderFn, cfg: DataConfig
+) -> Iterator[Example]:
+  """SFT validation batches of a trajectory file (`packed_validation`)."""
+  return packed_validation(
+      JsonlTrajectories(path, cfg.val_lines, cfg.format),
+      sft_examples(render_fn, cfg.seq_len),
+      cfg,
+  )
+
+
+def packed_validation(
+    source, examples_fn: ExamplesFn, cfg: DataConfig
 ) -> Iterator[Example]:
   """One deterministic pass over validation data, as update-shaped batches.
 
@@ -293,10 +340,8 @@ def validation_batches(
   """
   rows_ds = grain.experimental.FirstFitPackIterDataset(
       grain.experimental.FlatMapIterDataset(
-          grain.MapDataset.source(
-              JsonlTrajectories(path, cfg.val_lines, cfg.format)
-          ).to_iter_dataset(),
-          _Render(render_fn, cfg.seq_len, 512),
+          grain.MapDataset.source(source).to_iter_dataset(),
+          _Examples(examples_fn, 512),
       ),
       length_struct={k: cfg.seq_len for k in FEATURES},
       num_packing_bins=cfg.num_packing_bins,

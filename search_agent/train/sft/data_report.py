@@ -16,7 +16,7 @@ from ml_collections import config_flags
 
 from search_agent.train.sft import config as sft_config
 from search_agent.train.sft import coverage
-from search_agent.train.sft import trainer
+from search_agent.train.sft import inputs
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'SFT config (tpu_configs/sft.py:tiny).', lock_config=True
@@ -31,7 +31,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   cfg = sft_config.from_config_dict(_CONFIG.value)
-  report = coverage.make_report(cfg, trainer.make_render(cfg, _WORKDIR.value))
+  report = coverage.make_report(cfg, inputs.Inputs(cfg, _WORKDIR.value).render)
   coverage.write_report(_WORKDIR.value, report)
   print(coverage.format_report(report))
   print(json.dumps(report, sort_keys=True))
