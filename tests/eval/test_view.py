@@ -316,6 +316,13 @@ def test_rl_rewards_advantages_versions(workdirs):
   bars = {b['title']: b['counts'] for b in run.summary['bars']}
   assert bars['trained tokens by policy version'] == {'v3': 16, 'v4': 8}
   assert run.summary['json']['parity.json'] == {'max_abs_logprob_gap': 0.0012}
+  # Required claims from the manifest's task pool, votes from meta.reward.
+  half = run.detail(1)
+  assert [c['established'] for c in half['claims']] == [True, False]
+  assert (
+      half['claims'][0]['relation'] == 'mentions'
+      and run.rows[1]['reference'] == 'Lothair II'
+  )
 
 
 def test_loss_reasons():
