@@ -25,7 +25,6 @@ from typing import Any, Callable
 from absl import logging
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from search_agent.model import maxtext_model
@@ -312,36 +311,17 @@ class LearnerLoop:
     self.version = self.sched.version
     for g in used:
       self.passes.pop(g, None)
-    m = jax.device_get(m)
-    wall = time.monotonic() - t0
-    ages = np.asarray(m['age_hist']).astype(int).tolist()
-    gen_tokens = sum(
-        int(np.sum(np.asarray(t.tokens.loss_mask)))
-        for g in groups
-        for t in g.trajectories
+    record = metrics_lib.update_record(
+        version=self.version,
+        groups=groups,
+        used=used,
+        dropped=dropped,
+        sums=jax.device_get(m),
+        grad_norm=float(gnorm),
+        busy_s=busy,
+        wall_s=time.monotonic() - t0,
+        max_token_age=self.cfg.loss.max_token_age,
     )
-    record = {
-        'update': self.version,
-        'policy_version': self.version,
-        **metrics_lib.group_summary(groups),
-        'groups_used': len(used),
-        'groups_dropped': len(dropped),
-        'loss': float(m['loss']),
-        'eligible_tokens': float(m['eligible_tokens']),
-        'icepop_mask_rate': float(m['icepop_mask_rate']),
-        'logprob_gap': float(m['logprob_gap']),
-        'logprob_abs_gap': float(m['logprob_abs_gap']),
-        'token_age_hist': ages,
-        'tokens_past_age_limit': int(
-            sum(ages[self.cfg.loss.max_token_age + 1 :])
-        ),
-        'grad_norm': float(gnorm),
-        'update_seconds': wall,
-        'learner_busy_seconds': busy,
-        'learner_utilization': busy / wall if wall > 0 else 0.0,
-        'tokens_per_s': gen_tokens / wall if wall > 0 else 0.0,
-        'time': time.time(),
-    }
     # Metrics before the checkpoint: a resume rolls metrics.jsonl back to
     # the checkpoint's version, so no update is listed twice or lost.
     self.metrics.write(record)
