@@ -19,6 +19,7 @@ rolled back to that version; lost work items are enqueued again.
 
 import dataclasses
 import os
+import pathlib
 import time
 from typing import Any, Callable
 
@@ -40,6 +41,11 @@ from search_agent.train.rl import replay_queue
 from search_agent.train.rl import scheduler as sched_lib
 from search_agent.train.rl import task_pool
 from search_agent.train.rl import weight_sync
+
+
+def done_path(workdir: str) -> str:
+  """Written when the learner reached max_updates (rollout workers stop)."""
+  return os.path.join(workdir, 'learner', 'done.json')
 
 
 class StallError(TimeoutError):
@@ -158,6 +164,7 @@ class LearnerLoop:
     else:
       self.sched = sched_lib.Scheduler(self.cfg.scheduler)
     self.start_version = self.version
+    pathlib.Path(done_path(self.workdir)).unlink(missing_ok=True)
     self.weights.publish(self.params, self.version)
     self.metrics = metrics_lib.RLMetricsWriter(
         self.workdir, self.cfg.max_updates, self.version
@@ -256,6 +263,9 @@ class LearnerLoop:
     while self.version < self.cfg.max_updates:
       self._one_update()
     self.metrics.close()
+    learner_state.StateFile(done_path(self.workdir)).write(
+        {'version': self.version}
+    )
     return self.version
 
   def _one_update(self) -> None:
