@@ -17,9 +17,7 @@ simulator re-run with costs fitted to what the ready-first run measured
 
 import json
 import os
-import pathlib
 import subprocess
-import sys
 
 from absl import app
 from absl import flags
