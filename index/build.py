@@ -17,6 +17,7 @@ from absl import flags
 from absl import logging
 from ml_collections import config_flags
 
+from search_agent import paths
 from search_agent.search.builder import build_index
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -33,7 +34,10 @@ flags.mark_flags_as_required(['config', 'workdir'])
 
 def main(argv):
   del argv
-  index_dir = pathlib.Path(_WORKDIR.value) / 'index'
+  # The index files are written with local file IO (tantivy, manifest.json):
+  # a gs:// workdir is refused with a clear error instead of becoming gs:/.
+  workdir = paths.require_local(_WORKDIR.value, 'index.build --workdir')
+  index_dir = pathlib.Path(workdir) / 'index'
   manifest = build_index(_CONFIG.value, index_dir)
   logging.info('built %s: %s', index_dir, json.dumps(manifest.counts))
   print(

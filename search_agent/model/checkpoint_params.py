@@ -18,6 +18,8 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+from search_agent import paths
+
 STATE_ITEM = 'state'
 PARAMS_KEY = 'params'
 CHECKPOINTS_SUBDIR = 'checkpoints'
@@ -35,15 +37,15 @@ class CheckpointMismatchError(CheckpointError):
 
 def checkpoint_root(path: str | os.PathLike[str]) -> str:
   """The step directories' parent: `path` or its `checkpoints/`."""
-  path = os.path.abspath(os.fspath(path))
-  if not os.path.isdir(path):
+  root = paths.path(path)
+  if not root.is_dir():
     raise CheckpointError(
-        f'checkpoint directory {path} does not exist; pass a training'
+        f'checkpoint directory {root} does not exist; pass a training'
         f' workdir (holding {CHECKPOINTS_SUBDIR}/) or its'
         f' {CHECKPOINTS_SUBDIR}/ directory'
     )
-  sub = os.path.join(path, CHECKPOINTS_SUBDIR)
-  return sub if os.path.isdir(sub) else path
+  sub = root / CHECKPOINTS_SUBDIR
+  return os.fspath(sub if sub.is_dir() else root)
 
 
 def resolve_step(
@@ -78,7 +80,7 @@ def resolve_step(
         f' (or use {LATEST} for the latest)'
     )
   step_dir = found[step]
-  if not os.path.isdir(os.path.join(step_dir, STATE_ITEM)):
+  if not paths.path(step_dir).joinpath(STATE_ITEM).is_dir():
     raise CheckpointError(
         f'{step_dir} has no {STATE_ITEM!r} item: not a checkpoint of'
         ' search_agent.train (e.g. converted HF weights: use params_path)'
@@ -88,7 +90,7 @@ def resolve_step(
 
 def saved_param_shapes(step_dir: str) -> dict[str, tuple[int, ...]]:
   """'a/b/c' -> shape of every parameter saved in a step directory."""
-  meta = ocp.PyTreeCheckpointer().metadata(os.path.join(step_dir, STATE_ITEM))
+  meta = ocp.PyTreeCheckpointer().metadata(paths.path(step_dir) / STATE_ITEM)
   meta = getattr(meta, 'item_metadata', meta)
   tree = getattr(meta, 'tree', meta)
   if not isinstance(tree, dict) or PARAMS_KEY not in tree:
@@ -150,7 +152,7 @@ def restore_params(
   check_compatible(saved_param_shapes(step_dir), like)
   item = {PARAMS_KEY: jax.tree.map(_abstract, like)}
   out = ocp.PyTreeCheckpointer().restore(
-      os.path.join(step_dir, STATE_ITEM),
+      paths.path(step_dir) / STATE_ITEM,
       args=ocp.args.PyTreeRestore(
           item=item,
           restore_args=ocp.checkpoint_utils.construct_restore_args(item),

@@ -26,6 +26,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import transformers
 
+from search_agent import paths
 from search_agent.model import config as config_lib
 from search_agent.model import families
 from search_agent.model import maxtext_model
@@ -141,7 +142,7 @@ def convert(
   # MaxText 0.2.5 stacks the scanned Mixtral router on the wrong axis;
   # unscanned layers convert correctly and `load_params` stacks them.
   argv.append('scan_layers=False')
-  argv.append(f'base_output_directory={os.path.abspath(out_dir)}')
+  argv.append(f'base_output_directory={paths.path(out_dir)}')
   saved = to_maxtext.HF_MODEL_CONFIGS.get(cfg.model_name)
   to_maxtext.HF_MODEL_CONFIGS[cfg.model_name] = hf_cfg
   try:
@@ -154,7 +155,7 @@ def convert(
     )
   finally:
     to_maxtext.HF_MODEL_CONFIGS[cfg.model_name] = saved
-  return os.path.join(os.path.abspath(out_dir), '0', 'items')
+  return paths.join(out_dir, '0', 'items')
 
 
 def load_params(model: maxtext_model.Model, path: str) -> dict:

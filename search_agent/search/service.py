@@ -32,6 +32,7 @@ from fastapi import responses
 from starlette import requests as starlette_requests
 import uvicorn
 
+from search_agent import paths
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import client as client_lib
 from search_agent.search import es_backend
@@ -244,7 +245,16 @@ def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
   """
   guard = LeakageGuard(GuardConfig(blocked_patterns=tuple(c.blocked_patterns)))
   if c.backend == 'tantivy':
-    index_dir = pathlib.Path(c.index_dir or pathlib.Path(workdir) / 'index')
+    # tantivy reads local files: a gs:// index is refused clearly (it used
+    # to become the local path gs:/...); copy it to a local disk first.
+    index_dir = pathlib.Path(
+        paths.require_local(
+            c.index_dir or paths.join(workdir, 'index'),
+            'the tantivy index',
+            'tantivy opens its files locally; copy the index to a local disk'
+            ' and set index_dir',
+        )
+    )
     built = (index_dir / tantivy_index.CONFIG_FILE).is_file()
     if not built and c.build_if_missing:
       logging.info('building %s from %s', index_dir, c.corpus.kind)

@@ -5,7 +5,9 @@ optimizer state) and the grain iterator state after the batches those updates
 consumed, so a run killed at any point restarts from the last checkpoint and
 reproduces the uninterrupted run's loss curve. Saves are synchronous: a step
 directory either is complete or is not listed (orbax writes to a temporary
-directory and renames it).
+directory and renames it; on an object store, where there is no rename, it
+publishes the step with a commit marker). `directory` may be local or a URI
+(`gs://...`): see `search_agent.paths`.
 """
 
 import dataclasses
@@ -14,6 +16,8 @@ from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+
+from search_agent import paths
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -35,7 +39,7 @@ class Checkpointer:
   def __init__(self, directory: str | os.PathLike[str], cfg: CheckpointConfig):
     self._cfg = cfg
     self._manager = ocp.CheckpointManager(
-        os.path.abspath(directory),
+        paths.path(directory),
         options=ocp.CheckpointManagerOptions(
             max_to_keep=cfg.keep, enable_async_checkpointing=False
         ),
@@ -85,7 +89,7 @@ class Checkpointer:
         like,
     )
     item = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
-    path = os.path.join(self._manager.directory, str(step), 'state')
+    path = self._manager.directory / str(step) / 'state'
     with ocp.PyTreeCheckpointer() as reader:
       out = reader.restore(
           path,

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 import grain
 import numpy as np
 
+from search_agent import paths
 from search_agent.agent import chatml
 from search_agent.agent import context as context_lib
 from search_agent.agent import renderer as renderer_lib
@@ -94,7 +95,7 @@ class JsonlTrajectories:
     self._path = path
     self._parse = _PARSERS[fmt]
     offsets = []
-    with open(path, 'rb') as f:
+    with paths.path(path).open('rb') as f:
       offset = 0
       for line in f:
         if line.strip():
@@ -109,7 +110,7 @@ class JsonlTrajectories:
     return len(self._offsets)
 
   def __getitem__(self, index: int) -> trajectory_lib.Trajectory:
-    with open(self._path, 'rb') as f:
+    with paths.path(self._path).open('rb') as f:
       f.seek(self._offsets[index])
       line = f.readline()
     try:

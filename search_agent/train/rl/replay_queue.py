@@ -11,6 +11,9 @@ Contract (everything lives in files under one root directory):
     {"update": u, "groups": [...], "dropped": [...]}; "dropped" holds the
     groups the learner took but excluded by dynamic sampling (settled, never
     offered again). A torn last line is ignored on open.
+The root must be local (or NFS/Filestore): claims and deliveries rely on
+POSIX rename and link, which object stores lack, so a gs:// root is refused
+(paths.NotLocalError).
 No group is lost: a crashed worker leaves at most a tmp file and a lease;
 `release_worker` (or `expire_leases`) puts its claimed work back. No group is
 used twice: delivery is link-once and consumption is journaled. The learner
@@ -26,6 +29,7 @@ import time
 from typing import Sequence
 import uuid
 
+from search_agent import paths
 from search_agent.train.rl import records
 
 
@@ -56,7 +60,14 @@ class ReplayQueue:
   """File-backed queue; every process opens its own instance on `root`."""
 
   def __init__(self, root: str | os.PathLike[str]):
-    self.root = pathlib.Path(root)
+    self.root = pathlib.Path(
+        paths.require_local(
+            root,
+            'the RL replay queue',
+            'workers claim by atomic rename and deliver by hard link, which'
+            ' object stores lack',
+        )
+    )
     for d in ('work', 'leased', 'groups', 'tmp'):
       (self.root / d).mkdir(parents=True, exist_ok=True)
     self.journal = self.root / 'consumed.jsonl'

@@ -10,9 +10,9 @@ kept, and final (answer) turns kept. The trainer writes it to
 """
 
 import json
-import os
 from typing import Any
 
+from search_agent import paths
 from search_agent.train import data as data_lib
 
 REPORT_FILE = 'data_report.json'
@@ -51,14 +51,8 @@ def make_report(cfg, render: data_lib.RenderFn) -> dict[str, Any]:
 
 def write_report(workdir: str, report: dict[str, Any]) -> str:
   """Writes `<workdir>/data_report.json` atomically; returns its path."""
-  os.makedirs(workdir, exist_ok=True)
-  path = os.path.join(workdir, REPORT_FILE)
-  tmp = path + '.tmp'
-  with open(tmp, 'w', encoding='utf-8') as f:
-    json.dump(report, f, indent=1, sort_keys=True)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
+  path = paths.join(workdir, REPORT_FILE)
+  paths.write_atomic(path, json.dumps(report, indent=1, sort_keys=True))
   return path
 
 

@@ -14,11 +14,12 @@ data position start fresh), and when `tokenizer_path` is '' its tokenizer
 """
 
 import json
-import os
+import tempfile
 from typing import Any, Iterator
 
 import grain
 
+from search_agent import paths
 from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.model import config as model_config_lib
 from search_agent.train import checkpoint as checkpoint_lib
@@ -38,11 +39,11 @@ def load_or_train_tokenizer(
 ) -> tokenizer_lib.Tokenizer:
   """The configured tokenizer, init_from's, or the tiny one trained once."""
   if cfg.tokenizer_path:
-    return tokenizer_lib.load_tokenizer(cfg.tokenizer_path)
+    return tokenizer_lib.load_tokenizer(paths.local_copy(cfg.tokenizer_path))
   for base in (cfg.init_from, workdir):
-    out = os.path.join(base, 'tokenizer') if base else ''
-    if out and os.path.isfile(os.path.join(out, tokenizer_lib.TOKENIZER_FILE)):
-      return tokenizer_lib.load_tokenizer(out)
+    out = paths.join(base, 'tokenizer') if base else ''
+    if out and paths.exists(paths.join(out, tokenizer_lib.TOKENIZER_FILE)):
+      return tokenizer_lib.load_tokenizer(paths.local_copy(out))
   if cfg.init_from:
     raise InitError(
         f'init_from {cfg.init_from} has no tokenizer/; set tokenizer_path'
@@ -51,10 +52,14 @@ def load_or_train_tokenizer(
     raise ValueError(
         'set tokenizer_path, or tokenizer_corpus to train the tiny tokenizer'
     )
-  with open(cfg.tokenizer_corpus, encoding='utf-8') as f:
-    docs = json.load(f)
-  out = os.path.join(workdir, 'tokenizer')
-  return tokenizer_lib.train_tiny_tokenizer(docs, out, cfg.model.vocab_size)
+  docs = json.loads(paths.read_text(cfg.tokenizer_corpus))
+  out = paths.join(workdir, 'tokenizer')
+  if paths.is_local(out):
+    return tokenizer_lib.train_tiny_tokenizer(docs, out, cfg.model.vocab_size)
+  local = tempfile.mkdtemp('-tokenizer')
+  tok = tokenizer_lib.train_tiny_tokenizer(docs, local, cfg.model.vocab_size)
+  paths.upload_dir(local, out)
+  return tok
 
 
 class Inputs:
@@ -110,8 +115,8 @@ def init_params(init_from: str, like: Any) -> tuple[Any, int]:
   Returns:
     (params, the checkpoint's update step).
   """
-  directory = os.path.join(init_from, 'checkpoints')
-  if not os.path.isdir(directory):
+  directory = paths.join(init_from, 'checkpoints')
+  if not paths.path(directory).is_dir():
     raise InitError(f'init_from {init_from} holds no checkpoints/')
   ckpt = checkpoint_lib.Checkpointer(
       directory, checkpoint_lib.CheckpointConfig()

@@ -6,25 +6,31 @@ logged with absl. On resume from update s, `MetricsWriter(..., resume_step=s)`
 first rolls the file back to the records of steps <= s (`rollback`), so the
 updates between the last checkpoint and a kill are not listed twice, and
 TensorBoard purges its events past s.
+
+The workdir may be an object store (`gs://...`, see `search_agent.paths`):
+objects cannot be appended, so there metrics.jsonl is rewritten whole on
+every record (one upload, atomic), and TensorBoard writes to a local
+directory whose event files are uploaded to `workdir/tb` after each flush.
 """
 
 import json
 import os
+import tempfile
 import time
 from typing import Mapping
 
 from absl import logging
 import tensorboardX
 
-from search_agent.agent import trajectory
+from search_agent import paths
 
 
 class MetricsWriter:
   """Writes scalar metrics to JSONL, TensorBoard and the log."""
 
   def __init__(self, workdir: str, total_steps: int, resume_step: int = 0):
-    os.makedirs(workdir, exist_ok=True)
-    self.path = os.path.join(workdir, 'metrics.jsonl')
+    paths.path(workdir).mkdir(parents=True, exist_ok=True)
+    self.path = paths.join(workdir, 'metrics.jsonl')
     dropped = rollback(self.path, resume_step)
     if dropped:
       logging.info(
@@ -32,20 +38,32 @@ class MetricsWriter:
           dropped,
           resume_step,
       )
-    self._tb = tensorboardX.SummaryWriter(
-        os.path.join(workdir, 'tb'), purge_step=resume_step + 1
+    self._local = paths.is_local(workdir)
+    # On an object store: the file's lines, rewritten whole on each record.
+    self._lines = None if self._local else _read_lines(self.path)
+    self._tb_remote = None if self._local else paths.path(workdir) / 'tb'
+    tb_dir = (
+        paths.join(workdir, 'tb') if self._local else tempfile.mkdtemp('-tb')
     )
+    self._tb_dir = tb_dir
+    self._tb = tensorboardX.SummaryWriter(tb_dir, purge_step=resume_step + 1)
     self._total = total_steps
     self._t0 = time.monotonic()
 
   def write(self, step: int, split: str, scalars: Mapping[str, float]):
     record = {'step': step, 'split': split}
     record.update({k: float(v) for k, v in scalars.items()})
-    with open(self.path, 'a', encoding='utf-8') as f:
-      f.write(json.dumps(record) + '\n')
+    line = json.dumps(record) + '\n'
+    if self._local:
+      with open(self.path, 'a', encoding='utf-8') as f:
+        f.write(line)
+    else:
+      self._lines.append(line)
+      paths.write_atomic(self.path, ''.join(self._lines))
     for k, v in scalars.items():
       self._tb.add_scalar(f'{split}/{k}', float(v), step)
     self._tb.flush()
+    self._upload_tb()
     shown = ' '.join(f'{k}={float(v):.4g}' for k, v in sorted(scalars.items()))
     elapsed = time.monotonic() - self._t0
     logging.info(
@@ -58,16 +76,42 @@ class MetricsWriter:
         shown,
     )
 
+  def _upload_tb(self):
+    """Copies the local event files to the object-store workdir's tb/."""
+    if self._tb_remote is None:
+      return
+    for name in os.listdir(self._tb_dir):
+      with open(os.path.join(self._tb_dir, name), 'rb') as f:
+        paths.write_atomic(self._tb_remote / name, f.read())
+
   def close(self):
     self._tb.close()
+    self._upload_tb()
+
+
+def _read_lines(path: str) -> list[str]:
+  """The file's lines (with their newline), [] when it does not exist."""
+  p = paths.path(path)
+  if not p.exists():
+    return []
+  return [l for l in p.read_bytes().decode('utf-8', 'replace').splitlines(True)]
+
+
+def _parse(line: str):
+  try:
+    record = json.loads(line)
+  except json.JSONDecodeError:
+    return None
+  return record if isinstance(record, dict) else None
 
 
 def rollback(path: str, step: int) -> int:
   """Keeps only the records of steps <= `step` in a metrics.jsonl file.
 
-  Rewrites through a temporary file, fsync and atomic rename, so a kill during
-  the rollback leaves either the old or the new file. A torn last line (a kill
-  mid-write) is dropped too.
+  Rewrites with `paths.write_atomic` (local: temporary file, fsync and atomic
+  rename; object store: one upload), so a kill during the rollback leaves
+  either the old or the new file. A torn last line (a kill mid-write) is
+  dropped too.
 
   Args:
     path: The metrics.jsonl file; nothing happens when it does not exist.
@@ -76,34 +120,21 @@ def rollback(path: str, step: int) -> int:
   Returns:
     How many lines were dropped.
   """
-  if not os.path.exists(path):
-    return 0
   kept, dropped = [], 0
-  for _, record in trajectory.parse_json_lines(path, lambda obj: obj):
-    if isinstance(record, trajectory.LineError) or record.get('step', 0) > step:
+  for line in _read_lines(path):
+    if not line.strip():
+      continue
+    record = _parse(line)
+    if record is None or record.get('step', 0) > step:
       dropped += 1
     else:
       kept.append(json.dumps(record) + '\n')
-  if not dropped:
-    return 0
-  tmp = path + '.tmp'
-  with open(tmp, 'w', encoding='utf-8') as f:
-    f.writelines(kept)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
-  dir_fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-  try:
-    os.fsync(dir_fd)
-  finally:
-    os.close(dir_fd)
+  if dropped:
+    paths.write_atomic(path, ''.join(kept))
   return dropped
 
 
 def read_metrics(path: str, split: str = 'train') -> list[dict]:
   """The records of one split from a metrics.jsonl file, in order."""
-  if not os.path.exists(path):
-    return []
-  with open(path, encoding='utf-8') as f:
-    rows = [json.loads(line) for line in f if line.strip()]
+  rows = [json.loads(line) for line in _read_lines(path) if line.strip()]
   return [r for r in rows if r['split'] == split]

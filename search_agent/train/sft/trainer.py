@@ -7,7 +7,6 @@ config reproduces the uninterrupted loss curve.
 
 import dataclasses
 import json
-import os
 import time
 from typing import Callable
 
@@ -15,6 +14,7 @@ from absl import logging
 import jax
 import numpy as np
 
+from search_agent import paths
 from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.model import config as model_config_lib
 from search_agent.model import hf_import
@@ -94,7 +94,7 @@ def _update(run: _Run, state: dict, batch: dict) -> tuple[dict, dict]:
 
 def _report_data(cfg, run: _Run, workdir: str, writer) -> None:
   """data_report.json and the metrics `data` record (step 0), once a run."""
-  if os.path.exists(os.path.join(workdir, coverage.REPORT_FILE)):
+  if paths.exists(paths.join(workdir, coverage.REPORT_FILE)):
     return
   report = coverage.make_report(cfg, run.inputs.render)
   logging.info('data report:\n%s', coverage.format_report(report))
@@ -123,7 +123,7 @@ def train(
   """
   run = _Run(cfg, workdir, devices)
   ckpt = checkpoint_lib.Checkpointer(
-      os.path.join(workdir, 'checkpoints'), cfg.checkpoint
+      paths.join(workdir, 'checkpoints'), cfg.checkpoint
   )
   state = {
       'params': run.model.params,
