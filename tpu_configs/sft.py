@@ -117,6 +117,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.eval_every = 10 if tiny else 127
   # A pretraining workdir whose parameters (and tokenizer) start the run.
   c.init_from = ''
+  # 'random' allows random initial weights; 'pretrained' requires init_from or
+  # model.load_parameters_path (the recipe must not train 30B from noise).
+  c.init = 'random' if tiny else 'pretrained'
   return c
 
 

@@ -35,6 +35,8 @@ class SFTConfig:
     init_from: A pretraining (or SFT) workdir whose latest checkpoint's
       parameters start this run ('' = the model's own initialisation or
       model.load_parameters_path); see `train.sft.inputs`.
+    init: 'random' allows starting from random weights; 'pretrained' (the recipe)
+      requires `init_from` or `model.load_parameters_path`.
   """
 
   model: model_config_lib.ModelConfig
@@ -51,6 +53,16 @@ class SFTConfig:
   total_updates: int
   eval_every: int = 0
   init_from: str = ''
+  init: str = 'random'
+
+  def __post_init__(self):
+    if self.init not in INIT_CHOICES:
+      raise ValueError(
+          f'init {self.init!r} is unknown: use one of {INIT_CHOICES}'
+      )
+
+
+INIT_CHOICES = ('random', 'pretrained')
 
 
 def _tuple_fields(d: Mapping[str, Any], names: tuple[str, ...]) -> dict:

@@ -104,6 +104,23 @@ def _report_data(cfg, run: _Run, workdir: str, writer) -> None:
   coverage.write_report(workdir, report)
 
 
+def check_init(cfg: sft_config.SFTConfig) -> None:
+  """Refuses random initial weights unless `init='random'`.
+
+  Raises:
+    inputs_lib.InitError: Neither init_from nor model.load_parameters_path
+      is set and init is not 'random'.
+  """
+  if cfg.init == 'random' or cfg.init_from or cfg.model.load_parameters_path:
+    return
+  raise inputs_lib.InitError(
+      f'{cfg.model.model_name}: no starting weights (set'
+      ' --config.model.load_parameters_path=<model.tools.import_hf output> or'
+      ' --config.init_from=<pretrain workdir>); to train from random weights'
+      ' on purpose pass --config.init=random'
+  )
+
+
 def train(
     cfg: sft_config.SFTConfig,
     workdir: str,
@@ -121,6 +138,7 @@ def train(
   Returns:
     {'params', 'opt_state'} after the last update.
   """
+  check_init(cfg)
   run = _Run(cfg, workdir, devices)
   ckpt = checkpoint_lib.Checkpointer(
       paths.join(workdir, 'checkpoints'), cfg.checkpoint
