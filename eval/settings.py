@@ -17,7 +17,9 @@ from search_agent.llm import protocol
 from search_agent.llm import registry
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import client as client_lib
+from search_agent.search import engine as engine_lib
 from search_agent.search import reranker as reranker_lib
+from search_agent.search import snippets
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 
@@ -58,6 +60,7 @@ def eval_config(c: Any) -> harness.EvalConfig:
       concurrency=c.concurrency,
       tokenizer=c.tokenizer,
       regrade=c.regrade,
+      tool_text=c.tool_text,
   )
 
 
@@ -103,6 +106,18 @@ def llm(
   return registry.build(config), config.manifest()
 
 
+def engine_config(search: Mapping[str, Any]) -> engine_lib.EngineConfig:
+  """The embedded engine's settings: snippet_words > 0 shortens excerpts
+  (optional in plain-dict sections; tpu_configs/eval.py always sets it)."""
+  words = search.get('snippet_words', 0)
+  if not words:
+    return engine_lib.EngineConfig()
+  window = max(words, snippets.SnippetConfig().window_words)
+  return engine_lib.EngineConfig(
+      snippet=snippets.SnippetConfig(window_words=window, max_words=words)
+  )
+
+
 @contextlib.contextmanager
 def toolbox_factory(
     search: Mapping[str, Any], aux: protocol.LLM | None
@@ -126,7 +141,7 @@ def toolbox_factory(
   )
   engine = None
   if search['index_dir']:
-    engine = tantivy_engine(search['index_dir'])
+    engine = tantivy_engine(search['index_dir'], engine_config(search))
     backend = engine
   else:
     backend = client_lib.HttpSearch(search['url'])

@@ -87,6 +87,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       tools=('search', 'visit'),  # SearchMaster-style: search, open, find
       top_k=10,
       rerank=False,  # the seed's LLM reranker (needs aux)
+      # Longest snippet excerpt in words (index_dir only; 0 = the seed's 48):
+      # short observations for tiny models.
+      snippet_words=0,
   )
   c.agent = dict(
       max_steps=500,  # open-recipe.md: up to 500 agent steps
@@ -109,6 +112,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.mas = dict(searchers=2, attempt_max_chars=12_000)
   c.grader = dict(max_attempts=3, backoff_s=2.0, max_tokens=4_096)
   c.system_prompt = 'agent_system.md'
+  # How the system prompt lists the tools: 'json' (their schemas) or
+  # 'signature' (one `name(arg: type)` line a tool; compact, for tiny runs).
+  c.tool_text = 'json'
   # Prompt-token counting for the context limit: '' = characters / 3 (safe
   # side), 'qwen3' = Qwen3's tokenizer, or a tokenizer.json path.
   c.tokenizer = ''
