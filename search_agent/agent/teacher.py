@@ -44,19 +44,21 @@ class TeacherConfig:
     recovery_rate: Fraction of rollouts whose first call is broken and
       followed by the corrected call.
     think: Write a one-line `<think>` before each action.
+    quote_rate: Fraction of rollouts whose first query for a page is the
+      title as a "quoted phrase" (the others search it plain first).
     max_retries: Other queries tried for a page search did not return.
   """
 
   visit: bool = False
   recovery_rate: float = 0.2
   think: bool = False
+  quote_rate: float = 0.5
   max_retries: int = 1
 
   def __post_init__(self):
-    if not 0.0 <= self.recovery_rate <= 1.0:
-      raise ValueError(
-          f'recovery_rate must be in [0, 1], got {self.recovery_rate}'
-      )
+    for name in ('recovery_rate', 'quote_rate'):
+      if not 0.0 <= getattr(self, name) <= 1.0:
+        raise ValueError(f'{name} must be in [0, 1], got {getattr(self, name)}')
 
 
 def display_title(title: str) -> str:
@@ -123,7 +125,7 @@ class ProgrammaticTeacher:
     self.fault = (
         rng.choice(FAULTS) if rng.random() < config.recovery_rate else None
     )
-    self.quote_first = rng.random() < 0.5
+    self.quote_first = rng.random() < config.quote_rate
 
   async def chat(
       self,
