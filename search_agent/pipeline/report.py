@@ -99,6 +99,11 @@ def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
       'pass_at_1': {},
       'paired': {},
       'stages': {n: round(r['seconds'], 2) for n, r in records.items()},
+      # CPU seconds of each stage's process: less inflated by other load
+      # on the machine than the wall-clock `stages`.
+      'stage_cpu_seconds': {
+          n: round(r.get('cpu_seconds', 0.0), 2) for n, r in records.items()
+      },
       'curves': {},
       'tool_calls': {},
       'well_formed_first_call': {},

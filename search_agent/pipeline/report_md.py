@@ -84,12 +84,14 @@ def render(rep: dict, run_dir: str) -> str:
   if rep['tasks'].get('temporary'):
     lines += ['', f'Tasks: {rep["tasks"].get("source")} — temporary, until'
               ' synthesis.run is wired in.']  # fmt: skip
-  lines += ['', '## Stages', '', '| stage | seconds | key figure | hash |',
-            '|---|---|---|---|']  # fmt: skip
+  lines += ['', '## Stages', '',
+            '| stage | seconds | CPU seconds | key figure | hash |',
+            '|---|---|---|---|---|']  # fmt: skip
   for name, m in rep['manifest']['stages'].items():
     reused = ' (reused)' if m['reused'] else ''
+    cpu = rep['stage_cpu_seconds'].get(name, 0)
     lines.append(
-        f'| {name} | {rep["stages"].get(name, 0):.1f}{reused} |'
+        f'| {name} | {rep["stages"].get(name, 0):.1f}{reused} | {cpu:.1f} |'
         f' {m["figure"]} | `{m["hash"]}` |'
     )
   lines += ['', '## Plots', '']

@@ -10,6 +10,7 @@ terminal, a live line with the elapsed time and progress while it runs).
 import dataclasses
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,7 @@ class StageRecord:
   hash: str
   status: str
   seconds: float
+  cpu_seconds: float
   reused: bool
   figure: str
   argv: tuple[str, ...]
@@ -74,6 +76,11 @@ def _live(stage, workdir, prefix, done: threading.Event) -> None:
     sys.stdout.write('\r' + line[:100].ljust(100))
     sys.stdout.flush()
   sys.stdout.write('\r' + ' ' * 100 + '\r')
+
+
+def _children_cpu() -> float:
+  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return usage.ru_utime + usage.ru_stime
 
 
 def _execute(stage, argv, workdir, prefix, live: bool) -> int:
@@ -138,17 +145,19 @@ def run(
         and os.path.isdir(workdir)
     )
     seconds = old.get('seconds', 0.0) if reused else 0.0
+    cpu = old.get('cpu_seconds', 0.0) if reused else 0.0
     if not reused:
       if old.get('hash') != h and os.path.isdir(workdir):
         shutil.rmtree(workdir)  # changed inputs: start the stage afresh
-      start = time.monotonic()
+      start, cpu_start = time.monotonic(), _children_cpu()
       code = _execute(stage, argv, workdir, prefix, live)
       seconds = time.monotonic() - start
+      cpu = _children_cpu() - cpu_start
       if code != 0:
         log = os.path.join(workdir, LOG_FILE)
         records[stage.name] = dict(
             name=stage.name, hash=h, status='failed', seconds=seconds,
-            reused=False, figure='', argv=argv, log=log,
+            cpu_seconds=cpu, reused=False, figure='', argv=argv, log=log,
         )  # fmt: skip
         _save(run_dir, records)
         console(f'{prefix}{seconds:7.1f} s  FAILED (exit {code}); log {log}')
@@ -161,6 +170,7 @@ def run(
         hash=h,
         status='done',
         seconds=seconds,
+        cpu_seconds=cpu,
         reused=reused,
         figure=figures.key_figure(stage.module, workdir),
         argv=tuple(argv),
