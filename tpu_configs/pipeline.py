@@ -90,7 +90,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       visit=False,
       recovery_rate=0.2,
       think=False,
-      quote_rate=0.0,  # plain-title queries: the simplest copy for tiny models
+      quote_rate=0.5,  # half the rollouts search the title quoted first
       max_steps=6,
   )
   # filtering.run: the recipe's selection with an offline exact-match judge.
@@ -102,6 +102,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.sft = dict(
       config='tpu_configs/sft.py:tiny',
       updates=1200 if learn else 80,
+      # Packed rows of 2,048 tokens (a compact demonstration is ~420).
+      seq_len=2048,
       micro_steps=2,
       warmup=20 if learn else 5,
       eval_every=100 if learn else 40,

@@ -103,6 +103,7 @@ def _collect(c) -> Stage:
   t, env = c.teacher, env_of(c)
   flags = {
       'tasks': '{tasks}/tasks.train.jsonl',
+      'limit': c.tasks.max_train,
       'index_dir': env.index_dir,
       'rollouts': t.rollouts,
       'tools': ','.join(env.tools),
@@ -165,6 +166,8 @@ def _sft(c) -> Stage:
           'data.val_lines': (0, 0),
           'data.num_epochs': 1000,  # updates bound the run, not epochs
           'data.micro_steps': s.micro_steps,
+          'data.seq_len': s.seq_len,
+          'model.max_target_length': s.seq_len,
           'tokenizer_path': '{tokenizer}',
           'total_updates': s.updates,
           'schedule.total_steps': s.updates,

@@ -152,3 +152,23 @@ def test_report_holds_the_contract_fields(tmp_path):
   assert rep['stages'] == {'e0': 3.0, 'e1': 5.0}
   assert rep['paired']['after_sft_vs_before_sft']['gained'] == 4
   assert rep['tool_calls']['after_sft']['histogram'] == {'1': 6, '2': 4}
+
+
+@pytest.mark.slow
+def test_model_stages_pulse_into_the_report(tmp_path, monkeypatch):
+  """Teacher demos -> SFT (2 updates) -> eval.run in process -> report."""
+  # The stage binaries run on the one CPU device, as in the main job, not
+  # on the 8 simulated devices conftest gives this process.
+  monkeypatch.delenv('XLA_FLAGS', raising=False)
+  c = _config(sft__updates=2, sft__warmup=1, sft__eval_every=2, eval__questions=2,
+              eval__max_new_tokens=8, eval__max_steps=2, eval__batch_size=2)  # fmt: skip
+  c.stages = FRONT + ('sft', 'eval_after_sft', 'report')
+  records = runner.run(plan.build(c), str(tmp_path), console=print)
+  assert [r.name for r in records][-3:] == ['sft', 'eval_after_sft', 'report']
+  rep = json.loads((tmp_path / 'report.json').read_text())
+  p = rep['pass_at_1']['after_sft']
+  assert p['n'] == 2 and 0.0 <= p['ci_low'] <= p['value'] <= p['ci_high']
+  assert set(rep['stages']) >= {'sft', 'eval_after_sft', 'collect'}
+  assert rep['curves']['sft']['train'][-1][0] == 2
+  assert (tmp_path / 'report.md').read_text().startswith('# Pipeline report')
+  assert os.path.exists(rep['plots']['stages'])
