@@ -119,13 +119,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       batch_size=16,
       temperature=0.0,
   )
-  # RL (train.rl.run :tiny, issue 11) from the SFT checkpoint. `extra`:
-  # overrides for the task file, the environment and the checkpoint layout
-  # once the binary lands; checkpoint_dir is what eval_after_rl restores.
+  # RL (train.rl.run :tiny, issue 11) from the SFT checkpoint on the train
+  # tasks, in the same environment (plan.py sets tasks, init, tokenizer,
+  # search, prompt and agent limits); `extra`: more overrides.
+  # checkpoint_dir is what eval_after_rl restores.
   c.rl = dict(
       config='tpu_configs/rl.py:tiny',
-      updates=200 if learn else 10,
+      updates=200 if learn else 4,
       checkpoint_dir='{rl}',
-      extra=('init.sft_workdir={sft}',),
+      extra=(),
   )
   return c

@@ -36,14 +36,21 @@ def _extra(entries) -> dict[str, str]:
 
 
 def env_of(c) -> environment.Environment:
+  """The environment of every stage.
+
+  When RL runs but its config cannot take the compact settings (tool_text,
+  snippet_words), every stage uses the recipe's tool schemas and snippet
+  length instead, so SFT, eval and RL still see one prompt format.
+  """
   e = c.env
+  compact = 'rl' not in c.stages or rl_takes_compact_env(c.rl.config)
   return environment.Environment(
       index_dir='{index}/index',
       tools=tuple(e.tools),
       top_k=e.top_k,
-      snippet_words=e.snippet_words,
+      snippet_words=e.snippet_words if compact else 0,
       system_prompt=e.system_prompt,
-      tool_text=e.tool_text,
+      tool_text=e.tool_text if compact else 'json',
   )
 
 
@@ -181,14 +188,44 @@ def _sft(c) -> Stage:
 
 
 def _rl(c) -> Stage:
-  r = c.rl
+  """train.rl.run from the SFT checkpoint on the train tasks, same env."""
+  r, e, env = c.rl, c.eval, env_of(c)
+  overrides = {
+      'max_updates': r.updates,
+      'tasks_path': '{tasks}/tasks.train.jsonl',
+      'init.sft_workdir': '{sft}',
+      'tokenizer.path': '{tokenizer}/tokenizer.json',
+      'tokenizer.chat_template': 'chatml',
+      'search.index_dir': env.index_dir,
+      'search.tools': tuple(env.tools),
+      'search.top_k': env.top_k,
+      'rollout.system_prompt': env.system_prompt,
+      'rollout.max_agent_steps': e.max_steps,
+      'rollout.max_tokens_per_call': e.max_new_tokens,
+      'sampler.max_new_tokens': e.max_new_tokens,
+  }
+  if rl_takes_compact_env(r.config):
+    overrides['rollout.tool_text'] = env.tool_text
+    overrides['search.snippet_words'] = env.snippet_words
+  overrides.update(_extra(r.extra))
   return Stage(
       name='rl',
       module='search_agent.train.rl.run',
       config=r.config,
-      overrides={'max_updates': r.updates, **_extra(r.extra)},
+      overrides=overrides,
       issue='11',
   )
+
+
+def rl_takes_compact_env(config: str) -> bool:
+  """Whether the RL config has the tool_text and snippet_words fields."""
+  path = config.partition(':')[0]
+  try:
+    with open(path, encoding='utf-8') as f:
+      text = f.read()
+  except OSError:
+    return False
+  return 'tool_text' in text and 'snippet_words' in text
 
 
 def eval_stage(c, name: str, checkpoint_dir: str) -> Stage:

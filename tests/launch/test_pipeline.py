@@ -172,3 +172,25 @@ def test_model_stages_pulse_into_the_report(tmp_path, monkeypatch):
   assert rep['curves']['sft']['train'][-1][0] == 2
   assert (tmp_path / 'report.md').read_text().startswith('# Pipeline report')
   assert os.path.exists(rep['plots']['stages'])
+
+
+def test_one_prompt_format_for_every_stage(tmp_path):
+  c = pipeline_config.get_config('tiny')
+  c.stages = ('index', 'tasks', 'tokenizer', 'collect', 'eval_after_sft')
+  assert plan.env_of(c).tool_text == 'signature'
+  # RL runs but its config cannot take the compact settings: every stage
+  # falls back to the recipe's schemas, so the prompts still agree.
+  old = tmp_path / 'rl.py'
+  old.write_text('c.search = dict(top_k=3)\n')
+  c.stages = c.stages + ('sft', 'rl')
+  c.rl.config = f'{old}:tiny'
+  assert plan.env_of(c).tool_text == 'json'
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['collect'].flags['tool_text'] == 'json'
+  assert stages['eval_after_sft'].overrides['tool_text'] == 'json'
+  new = tmp_path / 'rl_new.py'
+  new.write_text('c.rollout.tool_text = 1\nc.search.snippet_words = 0\n')
+  c.rl.config = f'{new}:tiny'
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['rl'].overrides['rollout.tool_text'] == 'signature'
+  assert stages['collect'].flags['tool_text'] == 'signature'
