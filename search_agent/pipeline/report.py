@@ -20,6 +20,7 @@ import subprocess
 from absl import app
 from absl import flags
 
+from search_agent.agent import teacher
 from search_agent.pipeline import figures
 from search_agent.pipeline import plots
 from search_agent.pipeline import report_md
@@ -68,6 +69,38 @@ def well_formed(stage_dir: str) -> float | None:
   return sum(firsts) / len(firsts) if firsts else None
 
 
+def _first_page(task: dict) -> str:
+  path = task.get('meta', {}).get('evidence_path') or task.get('evidence')
+  if not path:
+    return ''
+  hop = path[0]
+  return hop.get('title', '') if isinstance(hop, dict) else str(hop)
+
+
+def query_names_first_page(
+    stage_dir: str, tasks: dict[str, dict]
+) -> float | None:
+  """Fraction of eval trajectories whose first search query holds the first
+  evidence page's title (parenthetical dropped): did the model copy the
+  entity from the question into its query?"""
+  hits = []
+  for t in figures.read_jsonl(os.path.join(stage_dir, 'trajectories.jsonl')):
+    task = tasks.get(t.get('task_id'))
+    if task is None:
+      continue
+    title = teacher.display_title(_first_page(task)).lower()
+    calls = [
+        c
+        for m in t.get('messages', ())
+        for c in m.get('tool_calls', ())
+        if c.get('name') == 'search'
+    ]
+    query = calls[0].get('arguments', {}).get('query', '') if calls else ''
+    query = ' '.join(query) if isinstance(query, list) else str(query)
+    hits.append(bool(title) and title in query.lower())
+  return sum(hits) / len(hits) if hits else None
+
+
 def _versions() -> dict[str, str]:
   out = {'python': platform.python_version()}
   for name in _VERSIONS:
@@ -107,6 +140,13 @@ def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
       'curves': {},
       'tool_calls': {},
       'well_formed_first_call': {},
+      'query_names_first_page': {},
+  }
+  tasks = {
+      t['id']: t
+      for t in figures.read_jsonl(
+          os.path.join(run_dir, 'tasks', 'tasks.heldout.jsonl')
+      )
   }
   rep['total_seconds'] = round(sum(rep['stages'].values()), 2)
   for label, stage in evals:
@@ -117,6 +157,9 @@ def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
     rep['tool_calls'][label] = tool_calls(os.path.join(run_dir, stage))
     rep['well_formed_first_call'][label] = well_formed(
         os.path.join(run_dir, stage)
+    )
+    rep['query_names_first_page'][label] = query_names_first_page(
+        os.path.join(run_dir, stage), tasks
     )
   for (a, _), (b, _) in zip(evals, evals[1:]):
     rep['paired'][f'{b}_vs_{a}'] = {

@@ -9,15 +9,17 @@ def _pct(x: float) -> str:
 
 def _pass_table(rep: dict) -> list[str]:
   lines = [
-      '| evaluation | n | pass@1 | 95% interval (Wilson) | first call well formed |',
-      '|---|---|---|---|---|',
+      '| evaluation | n | pass@1 | 95% interval (Wilson) | first call well'
+      ' formed | first query names the first page |',
+      '|---|---|---|---|---|---|',
   ]
   for label, r in rep['pass_at_1'].items():
     wf = rep['well_formed_first_call'].get(label)
+    qn = rep['query_names_first_page'].get(label)
     lines.append(
         f'| {label} | {r["n"]} | {_pct(r["value"])} |'
         f' [{_pct(r["ci_low"])}, {_pct(r["ci_high"])}] |'
-        f' {"-" if wf is None else _pct(wf)} |'
+        f' {"-" if wf is None else _pct(wf)} | {"-" if qn is None else _pct(qn)} |'
     )
   for name, p in rep['paired'].items():
     b = p['bootstrap_95']
