@@ -7,6 +7,10 @@ collection, every eval and RL alike, so the model is trained and scored on
 the same prompt and observations.
 """
 
+import dataclasses
+import functools
+import importlib.util
+import os
 from typing import Any, Callable, Mapping
 
 from search_agent.pipeline import environment
@@ -38,20 +42,54 @@ def _extra(entries) -> dict[str, str]:
 def env_of(c) -> environment.Environment:
   """The environment of every stage.
 
-  When RL runs but its config cannot take the compact settings (tool_text,
-  snippet_words), every stage uses the recipe's tool schemas and snippet
-  length instead, so SFT, eval and RL still see one prompt format.
+  When RL runs, its config decides what can differ from the recipe: without
+  the compact fields (tool_text, snippet_words) every stage uses the tool
+  schemas and 48-word snippets; when its tool list cannot be overridden from
+  the command line, every stage offers RL's tools. Either way SFT, eval and
+  RL see one prompt format.
   """
   e = c.env
-  compact = 'rl' not in c.stages or rl_takes_compact_env(c.rl.config)
+  rl = rl_support(c.rl.config) if 'rl' in c.stages else None
+  compact = rl is None or rl.compact
+  tools = tuple(e.tools) if rl is None or rl.tools is None else rl.tools
   return environment.Environment(
       index_dir='{index}/index',
-      tools=tuple(e.tools),
+      tools=tools,
       top_k=e.top_k,
       snippet_words=e.snippet_words if compact else 0,
       system_prompt=e.system_prompt,
       tool_text=e.tool_text if compact else 'json',
   )
+
+
+@dataclasses.dataclass(frozen=True)
+class RLSupport:
+  """What the RL config lets the pipeline set.
+
+  Attributes:
+    compact: It has rollout.tool_text and search.snippet_words.
+    tools: Its fixed tool list when search.tools cannot be overridden on
+      the command line (a list field), else None.
+  """
+
+  compact: bool
+  tools: tuple[str, ...] | None
+
+
+@functools.lru_cache(maxsize=None)
+def rl_support(config: str) -> RLSupport:
+  """Reads the RL config variant (no RL config: nothing is supported)."""
+  path, _, variant = config.partition(':')
+  if not os.path.isfile(path):
+    return RLSupport(compact=False, tools=None)
+  spec = importlib.util.spec_from_file_location('_pipeline_rl_config', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  rc = module.get_config(variant or None)
+  compact = 'tool_text' in rc.rollout and 'snippet_words' in rc.search
+  tools = rc.search.tools
+  fixed = tuple(tools) if isinstance(tools, list) else None
+  return RLSupport(compact=compact, tools=fixed)
 
 
 def _index(c) -> Stage:
@@ -204,7 +242,10 @@ def _rl(c) -> Stage:
       'rollout.max_tokens_per_call': e.max_new_tokens,
       'sampler.max_new_tokens': e.max_new_tokens,
   }
-  if rl_takes_compact_env(r.config):
+  support = rl_support(r.config)
+  if support.tools is not None:
+    del overrides['search.tools']  # a list field: env_of offers RL's tools
+  if support.compact:
     overrides['rollout.tool_text'] = env.tool_text
     overrides['search.snippet_words'] = env.snippet_words
   overrides.update(_extra(r.extra))
@@ -215,17 +256,6 @@ def _rl(c) -> Stage:
       overrides=overrides,
       issue='11',
   )
-
-
-def rl_takes_compact_env(config: str) -> bool:
-  """Whether the RL config has the tool_text and snippet_words fields."""
-  path = config.partition(':')[0]
-  try:
-    with open(path, encoding='utf-8') as f:
-      text = f.read()
-  except OSError:
-    return False
-  return 'tool_text' in text and 'snippet_words' in text
 
 
 def eval_stage(c, name: str, checkpoint_dir: str) -> Stage:

@@ -174,23 +174,44 @@ def test_model_stages_pulse_into_the_report(tmp_path, monkeypatch):
   assert os.path.exists(rep['plots']['stages'])
 
 
+_RL_CONFIG = """
+import ml_collections
+def get_config(arg=None):
+  c = ml_collections.ConfigDict()
+  c.rollout = ml_collections.ConfigDict(dict(system_prompt=''{compact}))
+  c.search = ml_collections.ConfigDict(dict(tools={tools}, top_k=3{snippets}))
+  return c
+"""
+
+
+def _rl_config(path, compact: bool, tools: str):
+  path.write_text(
+      _RL_CONFIG.format(
+          compact=", tool_text='json'" if compact else '',
+          snippets=', snippet_words=0' if compact else '',
+          tools=tools,
+      )
+  )
+  return f'{path}:tiny'
+
+
 def test_one_prompt_format_for_every_stage(tmp_path):
   c = pipeline_config.get_config('tiny')
   c.stages = ('index', 'tasks', 'tokenizer', 'collect', 'eval_after_sft')
   assert plan.env_of(c).tool_text == 'signature'
-  # RL runs but its config cannot take the compact settings: every stage
-  # falls back to the recipe's schemas, so the prompts still agree.
-  old = tmp_path / 'rl.py'
-  old.write_text('c.search = dict(top_k=3)\n')
+  # RL runs but its config cannot take the compact settings, and its tool
+  # list is a list field (not overridable): every stage falls back to the
+  # schemas and RL's tools, so the prompts still agree.
   c.stages = c.stages + ('sft', 'rl')
-  c.rl.config = f'{old}:tiny'
-  assert plan.env_of(c).tool_text == 'json'
+  c.rl.config = _rl_config(tmp_path / 'a.py', False, "['search', 'visit']")
+  env = plan.env_of(c)
+  assert (env.tool_text, env.tools) == ('json', ('search', 'visit'))
   stages = {s.name: s for s in plan.build(c)}
   assert stages['collect'].flags['tool_text'] == 'json'
-  assert stages['eval_after_sft'].overrides['tool_text'] == 'json'
-  new = tmp_path / 'rl_new.py'
-  new.write_text('c.rollout.tool_text = 1\nc.search.snippet_words = 0\n')
-  c.rl.config = f'{new}:tiny'
+  assert stages['eval_after_sft'].overrides['search.tools'] == env.tools
+  assert 'search.tools' not in stages['rl'].overrides
+  c.rl.config = _rl_config(tmp_path / 'b.py', True, "('search',)")
   stages = {s.name: s for s in plan.build(c)}
   assert stages['rl'].overrides['rollout.tool_text'] == 'signature'
+  assert stages['rl'].overrides['search.tools'] == ('search',)
   assert stages['collect'].flags['tool_text'] == 'signature'
