@@ -115,7 +115,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       questions=200 if learn else 100,
       max_steps=3,
       max_new_tokens=64,
-      max_prompt_len=1024,
+      max_prompt_len=1536,  # as RL's tiny sampler
       batch_size=16,
       temperature=0.0,
   )

@@ -179,7 +179,17 @@ def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
   rep['tasks'] = funnel or {}
   rep['manifest'] = {
       'stages': {
-          n: {k: r[k] for k in ('hash', 'argv', 'figure', 'reused', 'log')}
+          n: {
+              k: r.get(k)
+              for k in (
+                  'hash',
+                  'argv',
+                  'figure',
+                  'reused',
+                  'log',
+                  'fingerprint',
+              )
+          }
           for n, r in records.items()
       },
       'versions': _versions(),

@@ -39,6 +39,7 @@ class StageRecord:
   figure: str
   argv: tuple[str, ...]
   log: str
+  fingerprint: dict = dataclasses.field(default_factory=dict)
 
 
 def load_records(run_dir: str) -> dict[str, dict]:
@@ -175,6 +176,7 @@ def run(
         figure=figures.key_figure(stage.module, workdir),
         argv=tuple(argv),
         log=os.path.join(workdir, LOG_FILE),
+        fingerprint=stage.fingerprint(),
     )
     records[stage.name] = dataclasses.asdict(rec)
     _save(run_dir, records)
