@@ -4,7 +4,7 @@
 Stages (each its own binary, DIR/<stage>, reused while its inputs are
 unchanged; search_agent/pipeline/plan.py wires them):
   index            index.build over the bundled 2Wiki corpus (tantivy)
-  tasks            synthesis.run (issue 13), or the temporary lookup tasks
+  tasks            synthesis.run :tiny (or the temporary lookup tasks)
   tokenizer        the tiny BPE every model stage shares
   pretrain         next-token pretraining on the corpus (train.sft pretrain
                    mode; the SFT issue)
@@ -67,7 +67,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # Task source: 'synthesis' (synthesis.run, issue 13) or 'lookup' (the
   # temporary one-hop tasks of search_agent/pipeline/lookup_tasks.py).
   c.tasks = dict(
-      source='lookup',
+      source='synthesis',
       synthesis_config='tpu_configs/synthesis.py:tiny',
       heldout=200 if learn else 100,
       max_train=0 if learn else 400,  # 0 = every train task

@@ -30,7 +30,7 @@ from search_agent.model import families
 from search_agent.model import maxtext_model
 
 # HF config.json key -> MaxText key, per HF model_type.
-_DIMS = {
+DIMS = {
     'mixtral': {
         'hidden_size': 'base_emb_dim',
         'intermediate_size': 'base_moe_mlp_dim',
@@ -76,14 +76,14 @@ def model_config_for_hf(
   """`base` with its sizes taken from the HF config.json in `hf_dir`."""
   hf = read_hf_config(hf_dir)
   kind = hf.get('model_type')
-  if kind not in _DIMS:
+  if kind not in DIMS:
     raise HFImportError(
-        f'model_type {kind!r} is not supported; supported: {sorted(_DIMS)}'
+        f'model_type {kind!r} is not supported; supported: {sorted(DIMS)}'
     )
   if 'rope_theta' not in hf and 'rope_parameters' in hf:
     hf['rope_theta'] = hf['rope_parameters']['rope_theta']
   dims = dict(base.dims)
-  dims.update({mt: hf[k] for k, mt in _DIMS[kind].items() if k in hf})
+  dims.update({mt: hf[k] for k, mt in DIMS[kind].items() if k in hf})
   if kind == 'mixtral':
     dims['base_mlp_dim'] = dims['base_moe_mlp_dim']
   return dataclasses.replace(

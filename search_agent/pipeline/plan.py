@@ -85,9 +85,10 @@ def rl_support(config: str) -> RLSupport:
   spec = importlib.util.spec_from_file_location('_pipeline_rl_config', path)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
-  rc = module.get_config(variant or None)
-  compact = 'tool_text' in rc.rollout and 'snippet_words' in rc.search
-  tools = rc.search.tools
+  rc = module.get_config(variant or None).to_dict()
+  rollout, search = rc.get('rollout', {}), rc.get('search', {})
+  compact = 'tool_text' in rollout and 'snippet_words' in search
+  tools = search.get('tools')
   fixed = tuple(tools) if isinstance(tools, list) else None
   return RLSupport(compact=compact, tools=fixed)
 

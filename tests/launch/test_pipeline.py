@@ -61,10 +61,10 @@ def test_order_is_checked():
 
 def test_a_missing_module_stops_the_run_before_any_stage(tmp_path):
   c = pipeline_config.get_config('tiny')
-  c.stages = ('index', 'tasks', 'tokenizer')
-  c.tasks.source = 'synthesis'
-  with pytest.raises(stages_lib.MissingStageError, match='synthesis'):
-    runner.run(plan.build(c), str(tmp_path), console=lambda _: None)
+  c.stages = ('index', 'tasks')
+  missing = Stage(name='later', module='search_agent.not_landed', issue='99')
+  with pytest.raises(stages_lib.MissingStageError, match='not_landed.*99'):
+    runner.run(plan.build(c) + [missing], str(tmp_path), console=print)
   assert not os.path.exists(tmp_path / 'index')
 
 

@@ -1,0 +1,227 @@
+"""The viewer in a real headless browser (Debian's chromium + chromedriver).
+
+The contract: `python -m eval.view --workdir=DIR --out=DIR/view.html` on an
+`eval.run :tiny` workdir writes one self-contained HTML file that headless
+Chromium renders with the question text of each task visible. Then: open a
+trajectory, expand a step, switch runs, compare two runs, a synthesized
+task's evidence graph, server mode (with a canary, in memory), and a
+10,000-trajectory run opening in under 2 s. Screenshots are checked to be
+non-blank; the console must stay free of errors.
+"""
+
+import io
+import json
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from PIL import Image
+import pytest
+
+from tests.eval import chromium
+from tests.eval import view_workdirs as wd
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        chromium.find_binaries() is None,
+        reason='chromium + chromedriver not installed (launch/setup.sh installs them as root)',
+    ),
+]
+_REPO = wd.REPO
+
+
+def _view(*args: str) -> str:
+  out = subprocess.run([sys.executable, '-m', 'eval.view', *args], cwd=_REPO, capture_output=True,
+                       text=True, timeout=300, check=False)  # fmt: skip
+  assert out.returncode == 0, out.stderr[-3000:]
+  return out.stdout
+
+
+@pytest.fixture(scope='module')
+def browser():
+  b = chromium.Browser()
+  yield b
+  b.close()
+
+
+def _ready(b, url):
+  b.get(url)
+  return b.wait_for('return window.__viewerReady')
+
+
+def _no_console_errors(b):
+  bad = [e for e in b.console() if e.get('level') == 'SEVERE']
+  assert not bad, bad
+
+
+def _non_blank(b, path):
+  img = Image.open(io.BytesIO(b.screenshot(path))).convert('L')
+  lo, hi = img.getextrema()
+  colors = len(img.getcolors(256 * 256) or ())
+  assert hi - lo > 100 and colors > 20, (lo, hi, colors)
+
+
+def _visible_text(b, css):
+  return b.run(f'return [...document.querySelectorAll({json.dumps(css)})]'
+               '.filter(e => e.getClientRects().length && getComputedStyle(e).visibility !== "hidden")'
+               '.map(e => e.innerText)')  # fmt: skip
+
+
+@pytest.fixture(scope='module')
+def tiny_run(tmp_path_factory, tiny_index):
+  return wd.eval_run(tmp_path_factory.mktemp('contract') / 'run', tiny_index)
+
+
+def test_contract_every_question_visible(tiny_run, browser, tmp_path):
+  _view(f'--workdir={tiny_run}', f'--out={tiny_run}/view.html')
+  html = (tiny_run / 'view.html').read_text()
+  assert (
+      '<script src' not in html and 'stylesheet' not in html
+  )  # self-contained
+  _ready(browser, (tiny_run / 'view.html').as_uri())
+  shown = _visible_text(browser, 'td.q')
+  assert shown == wd.questions()
+  _non_blank(browser, tmp_path / 'list.png')
+  _no_console_errors(browser)
+
+
+@pytest.fixture(scope='module')
+def many_runs(tmp_path_factory, tiny_index):
+  root = tmp_path_factory.mktemp('views') / 'all'
+  ev = wd.eval_run(root / 'eval_cm', tiny_index)
+  wd.eval_run(root / 'eval_no_cm', tiny_index, '--config.context.policy=none')
+  wd.synthesis_run(root / 'synthesis')
+  wd.rl_run(root / 'rl', ev)
+  _view(f'--workdir={root}', f'--out={root}/view.html')
+  return root
+
+
+def test_open_expand_switch_compare(many_runs, browser, tmp_path):
+  _ready(browser, (many_runs / 'view.html').as_uri())
+  browser.click('tr.row[data-i="0"]')
+  browser.wait_for('return document.querySelector(".trajectory")')
+  assert browser.text('.question') == wd.questions()[0]
+  assert not browser.run(
+      'return document.querySelector("#step-3").open'
+  )  # observations start closed
+  browser.click('#step-3 > summary')
+  assert browser.run('return document.querySelector("#step-3").open')
+  hits = _visible_text(browser, '#step-3 .hit')
+  assert len(hits) == 10 and hits[0].startswith('[r1]Teutberga')
+  assert 'https://en.wikipedia.org/wiki/Teutberga' in hits[0]
+  browser.click('#step-2 details.reasoning > summary')
+  assert 'Search first.' in _visible_text(browser, '#step-2 .reasoning')[0]
+  assert '2 of 2 assistant turns train' in browser.text('#tokens')
+  _non_blank(browser, tmp_path / 'trajectory.png')
+  # Compare with the same task in the no-CM run, side by side.
+  browser.click('#compare-select option[value^="1:"]')
+  browser.wait_for(
+      'return document.querySelectorAll("#compare .trajectory").length === 2'
+  )
+  sides = _visible_text(browser, '#compare .trajectory .provenance')
+  assert sides[0].startswith('eval_cm') and sides[1].startswith('eval_no_cm')
+  _non_blank(browser, tmp_path / 'compare.png')
+  # Switch runs: the synthesis run's list, then its task's evidence graph.
+  runs = browser.run('return V.index.runs.map(r => r.id)')
+  assert runs == ['eval_cm', 'eval_no_cm', 'rl', 'synthesis']
+  browser.click('#run-select option[value="3"]')
+  browser.wait_for('return location.hash === "#run=3"')
+  rows = _visible_text(browser, 'td.q')
+  assert rows[1].startswith('Which king married')
+  browser.click('tr.row[data-i="1"]')
+  browser.wait_for('return document.querySelector("#graph svg")')
+  assert (
+      browser.run('return document.querySelectorAll("#graph .edge.hot").length')
+      == 3
+  )
+  _non_blank(browser, tmp_path / 'graph.png')
+  browser.click('#run-select option[value="2"]')  # RL: reward and advantage
+  browser.wait_for('return location.hash === "#run=2"')
+  browser.click('tr.row[data-i="1"]')
+  browser.wait_for('return document.querySelector("#reward")')
+  assert 'advantage' in browser.text('#reward') and '-0.400' in browser.text(
+      '#reward'
+  )
+  _no_console_errors(browser)
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def test_server_mode_decrypts_in_memory(tmp_path, tiny_index, browser):
+  enc = wd.encrypted_eval_run(tmp_path / 'secret' / 'enc', tiny_index)
+  before = sorted(p for p in tmp_path.rglob('*'))
+  port = _free_port()
+  proc = subprocess.Popen([sys.executable, '-m', 'eval.view', f'--workdir={enc}', f'--port={port}',
+                           f'--canary={wd.CANARY}'], cwd=_REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
+  try:
+    assert proc.stdout.readline().startswith('serving')
+    _ready(browser, f'http://127.0.0.1:{port}/')
+    assert sorted(_visible_text(browser, 'td.q')) == sorted(wd.questions())
+    browser.click('tr.row[data-i="1"]')
+    browser.wait_for('return document.querySelector(".trajectory")')
+    assert browser.text('.question') in wd.questions()
+    assert 'decrypted in memory' in browser.text('.trajectory .toolbar')
+    with urllib.request.urlopen(f'http://127.0.0.1:{port}/api/index') as r:
+      assert json.load(r)['runs'][0]['n'] == 4
+    _no_console_errors(browser)
+  finally:
+    proc.terminate()
+    proc.wait(timeout=30)
+  assert sorted(p for p in tmp_path.rglob('*')) == before  # nothing written
+
+
+def _big_run(src: pathlib.Path, dst: pathlib.Path, n: int) -> None:
+  """n trajectories and results: the tiny run's, renamed and varied."""
+  dst.mkdir(parents=True)
+  trajs = [
+      json.loads(l)
+      for l in (src / 'trajectories.jsonl').read_text().splitlines()
+  ]
+  recs = [
+      json.loads(l) for l in (src / 'results.jsonl').read_text().splitlines()
+  ]
+  with (
+      open(dst / 'trajectories.jsonl', 'w') as ft,
+      open(dst / 'results.jsonl', 'w') as fr,
+  ):
+    for k in range(n):
+      t, r = dict(trajs[k % 4]), dict(recs[k % 4])
+      t['id'] = r['traj_id'] = f'big-{k}'
+      t['task_id'] = r['task_id'] = f'task-{k}'
+      t['question'] = r['question'] = f'{t["question"]} (variant {k})'
+      ft.write(json.dumps(t) + '\n')
+      fr.write(json.dumps(r) + '\n')
+  for name in ('manifest.json', 'report.json'):
+    (dst / name).write_bytes((src / name).read_bytes())
+
+
+def test_a_10000_trajectory_run_opens_under_2s(tiny_run, tmp_path, browser):
+  big = tmp_path / 'big'
+  _big_run(tiny_run, big, 10_000)
+  t0 = time.monotonic()
+  _view(f'--workdir={big}', f'--out={big}/view.html')
+  export_s = time.monotonic() - t0
+  size_mb = (big / 'view.html').stat().st_size / 1e6
+  opened_ms = _ready(browser, (big / 'view.html').as_uri())
+  print(
+      f'10,000 trajectories: export {export_s:.1f} s, {size_mb:.0f} MB, opened in {opened_ms:.0f} ms'
+  )
+  assert opened_ms < 2000
+  assert browser.text('#page-info') == 'page 1 of 200 · 10000 of 10000'
+  browser.click('#next-page')
+  browser.wait_for(
+      'return document.querySelector("#page-info").innerText.startsWith("page 2 ")'
+  )
+  assert _visible_text(browser, 'td.q')[0].endswith('(variant 50)')
+  browser.get((big / 'view.html').as_uri() + '#run=0&t=9999')
+  browser.wait_for('return document.querySelector(".trajectory")')
+  assert browser.text('.question').endswith('(variant 9999)')
+  _no_console_errors(browser)
