@@ -73,11 +73,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_train=0 if learn else 400,  # 0 = every train task
   )
   c.tokenizer = dict(vocab_size=4096)
-  # Pretraining on corpus text (train.sft's pretraining mode; the variant
-  # and its fields come with the SFT issue). `extra`: more overrides.
+  # Pretraining on corpus text with synthetic copy/recall sequences
+  # (train.sft, data.mode='pretrain': tpu_configs/sft.py:pretrain_tiny).
+  # `extra`: more overrides.
   c.pretrain = dict(
       config='tpu_configs/sft.py:pretrain_tiny',
       updates=400 if learn else 60,
+      warmup=10,
       extra=(),
   )
   # Teacher demonstrations: 'programmatic' (the stand-in that follows each
@@ -107,7 +109,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       micro_steps=2,
       warmup=20 if learn else 5,
       eval_every=100 if learn else 40,
-      init=(),
+      init=('init_from={pretrain}',),
       extra=(),
   )
   # Held-out evaluation with the in-process sampler, greedy, exact match.

@@ -215,3 +215,17 @@ def test_one_prompt_format_for_every_stage(tmp_path):
   assert stages['rl'].overrides['rollout.tool_text'] == 'signature'
   assert stages['rl'].overrides['search.tools'] == ('search',)
   assert stages['collect'].flags['tool_text'] == 'signature'
+
+
+def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
+  c = pipeline_config.get_config('tiny')
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['sft'].overrides['init_from'] == '{pretrain}'
+  assert 'pretrain' in stages['sft'].inputs()
+  assert stages['eval_before_sft'].overrides['sampler.checkpoint_dir'] == (
+      '{pretrain}'
+  )
+  c.stages = tuple(n for n in c.stages if n != 'pretrain')
+  stages = {s.name: s for s in plan.build(c)}
+  assert 'init_from' not in stages['sft'].overrides
+  assert stages['eval_before_sft'].overrides['sampler.checkpoint_dir'] == ''
