@@ -17,6 +17,7 @@ from search_agent.pipeline import environment
 from search_agent.pipeline import stages as stages_lib
 
 Stage = stages_lib.Stage
+BUNDLED_CORPUS = 'search_agent/corpus/data/2wikimultihopqa_corpus.json'
 EVALS = {
     'eval_before_sft': 'before_sft',
     'eval_after_sft': 'after_sft',
@@ -137,6 +138,11 @@ def _pretrain(c) -> Stage:
       config=p.config,
       overrides={
           'tokenizer_path': '{tokenizer}',
+          # The bundled copy of the corpus (a fresh checkout has no
+          # ../shared/data).
+          'data.train_path': BUNDLED_CORPUS,
+          'data.val_path': BUNDLED_CORPUS,
+          'tokenizer_corpus': BUNDLED_CORPUS,
           'total_updates': p.updates,
           'schedule.total_steps': p.updates,
           'schedule.warmup_steps': p.warmup,
