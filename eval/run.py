@@ -29,6 +29,7 @@ from eval import cli
 from eval import datasets
 from eval import harness
 from eval import settings
+from search_agent.model import quiet_logs
 from search_agent.search import backend
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -47,6 +48,7 @@ _PRINTED = (
 
 def main(argv):
   del argv
+  quiet_logs.install()
   try:
     report = _evaluate(_CONFIG.value, _WORKDIR.value)
   except (

@@ -6,9 +6,11 @@ r"""The trajectory and run viewer over any workdir the toolkit writes.
 Eval runs (trajectories, results, report, manifest), filtering runs
 (decisions, filtered trajectories), synthesis runs (tasks, funnel,
 decisions, evidence graphs) and RL runs (metrics, scored groups) are found
-by content under DIR. Encrypted benchmarks stay encrypted: with --canary
-the server decrypts in memory; --out never writes decrypted text. Runs
-without JAX (search_agent/viewer/).
+by content under DIR and its subdirectories. Encrypted benchmarks stay
+encrypted: with --canary the server decrypts in memory; --out never writes
+decrypted text (with --canary it seals each encrypted item again and the
+page asks the reader for the canary). Runs without JAX
+(search_agent/viewer/).
 """
 
 import pathlib

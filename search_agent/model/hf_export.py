@@ -4,35 +4,34 @@ The inverse of `hf_import`: a built model's (scanned) parameters are split
 into MaxText's unscanned per-layer keys (`params-decoder-layers_{i}-...`) and
 run through MaxText's own MaxText -> HF tables (`PARAM_MAPPING`, `HOOK_FNS`
 with `saving_to_hf=True`, `HF_SHAPE`) parameter by parameter, the same
-tables `hf_import` uses the other way; `save` writes `model.safetensors`
-(sharded with an index past `max_shard_bytes`, as the Hub does), a Hub-style
-`config.json` and the base checkpoint's tokenizer files, so vLLM or SGLang
-can serve the directory. No tokenizer download, no Hub access, no torch.
+tables `hf_import` uses the other way; `hf_files.save` writes the
+safetensors (sharded with an index past 5 GiB), a Hub-style `config.json`
+and the base checkpoint's tokenizer files, so vLLM or SGLang can serve the
+directory. No tokenizer download, no Hub access, no torch.
 
   python -m search_agent.model.tools.export_hf --checkpoint=WORKDIR \
       --preset=qwen3-30b-a3b --hf_base_dir=BASE_HF_DIR --out_dir=OUT
 """
 
 import json
-import os
-import shutil
 import types
 from typing import Any, Mapping
 
 from flax import nnx
 import jax
 import jax.numpy as jnp
+from maxtext.checkpoint_conversion.utils import hf_model_configs
 from maxtext.checkpoint_conversion.utils import hf_shape
 from maxtext.checkpoint_conversion.utils import param_mapping
 from maxtext.checkpoint_conversion.utils import utils as conversion_utils
 from maxtext.utils import maxtext_utils
 from maxtext.utils import model_creation_utils
 import numpy as np
-from safetensors import numpy as safetensors_np
 
 from search_agent.model import checkpoint_params
 from search_agent.model import config as config_lib
 from search_agent.model import families
+from search_agent.model import hf_files
 from search_agent.model import hf_import
 from search_agent.model import maxtext_model
 
@@ -40,20 +39,13 @@ from search_agent.model import maxtext_model
 HF_TYPES = {
     'mixtral': ('mixtral', 'MixtralForCausalLM'),
     'qwen3_moe': ('qwen3_moe', 'Qwen3MoeForCausalLM'),
+    # The Hub's Qwen3.5 checkpoints are multimodal; the vision tower's
+    # tensors are carried over from the base checkpoint (see `export`).
+    'qwen3_5': ('qwen3_5_moe', 'Qwen3_5MoeForConditionalGeneration'),
 }
-# Files of an HF checkpoint copied from its base directory (tokenizer, chat
-# template, generation defaults), when present.
-TOKENIZER_FILES = (
-    'tokenizer.json',
-    'tokenizer_config.json',
-    'special_tokens_map.json',
-    'vocab.json',
-    'merges.txt',
-    'generation_config.json',
-    'chat_template.jinja',
-)
-SINGLE_FILE = 'model.safetensors'
-INDEX_FILE = 'model.safetensors.index.json'
+# Tensor-name prefixes of parts the MaxText model does not hold (Qwen3.5's
+# vision tower), copied from the base checkpoint as they are.
+CARRIED_PREFIXES = ('model.visual.',)
 
 
 class HFExportError(ValueError):
@@ -94,51 +86,67 @@ def hf_config_for(
       hf: getattr(mt_config, mt) for hf, mt in hf_import.DIMS[kind].items()
   }
   sizes['vocab_size'] = cfg.vocab_size
-  for k in ('rope_theta', 'rms_norm_eps'):
-    sizes[k] = float(sizes[k])
-  out = dict(base or {})
+  for k in ('rope_theta', 'rms_norm_eps', 'partial_rotary_factor'):
+    if k in sizes:
+      sizes[k] = float(sizes[k])
+  nested = kind in hf_import.TEXT_CONFIG_TYPES
+  given = base is not None
+  if base is None and nested:
+    # The Hub config MaxText holds for the preset (vision tower included).
+    base = hf_model_configs.HF_MODEL_CONFIGS[mt_config.model_name].to_dict()
+  out = json.loads(json.dumps(base or {}))  # a deep copy
   if out and out.get('model_type') != kind:
     raise HFExportError(
         f'base config.json has model_type {out.get("model_type")!r}, the'
         f' model is {kind!r}'
     )
-  if 'rope_theta' not in out and 'rope_parameters' in out:
-    out['rope_theta'] = out['rope_parameters'].get('rope_theta')
+  text = out.setdefault('text_config', {}) if nested else out
+  rope = text.get('rope_parameters') or {}
+  for k in ('rope_theta', 'partial_rotary_factor'):
+    if k not in text and k in rope:
+      text[k] = rope[k]
   differ = [
-      f'{k}: base {out[k]}, model {v}'
+      f'{k}: base {text[k]}, model {v}'
       for k, v in sizes.items()
-      if k in out and not np.isclose(float(out[k]), float(v))
+      if given and k in text and not np.isclose(float(text[k]), float(v))
   ]
   if differ:
     raise HFExportError(
         "the base config.json is not this model's (configure the model the"
         ' checkpoint was trained as): ' + '; '.join(differ)
     )
-  out.update(sizes)
-  if 'rope_parameters' in out:
-    out['rope_parameters'] = dict(
-        out['rope_parameters'], rope_theta=sizes['rope_theta']
-    )
-  out.update(
-      model_type=kind,
-      architectures=[arch],
+  text.update(sizes)
+  if rope:
+    text['rope_parameters'] = dict(rope, rope_theta=sizes['rope_theta'])
+  text.update(
       tie_word_embeddings=bool(getattr(mt_config, 'logits_via_embedding')),
       hidden_act='silu',
   )
-  out.setdefault('max_position_embeddings', cfg.max_target_length)
+  text.setdefault('max_position_embeddings', cfg.max_target_length)
   if kind == 'qwen3_moe':
     # MaxText softmaxes the top-k router logits: renormalized top-k weights.
     out.update(norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[])
     out.setdefault('attention_bias', False)
     out.setdefault('intermediate_size', getattr(mt_config, 'mlp_dim'))
+  if nested:
+    every = sizes['full_attention_interval']
+    text['layer_types'] = [
+        'full_attention' if (i + 1) % every == 0 else 'linear_attention'
+        for i in range(sizes['num_hidden_layers'])
+    ]
+    text['shared_expert_intermediate_size'] = sizes['moe_intermediate_size']
+    out['tie_word_embeddings'] = text['tie_word_embeddings']
+  out.update(model_type=kind, architectures=[arch])
   return out
 
 
-def maxtext_state(params: Mapping, logical_axes: Mapping) -> dict[str, Any]:
+def maxtext_state(
+    params: Mapping, logical_axes: Mapping, mt_config: Any
+) -> dict[str, Any]:
   """MaxText's unscanned checkpoint keys -> arrays of a built model's params.
 
-  A scanned parameter `decoder/layers/X` (its `layers` axis named in
-  `logical_axes`) becomes `params-decoder-layers_{i}-X` for every layer i.
+  A scanned parameter `decoder/layers/X` becomes `params-decoder-layers_{i}-X`
+  for every layer i (hybrid blocks: see `hf_import.scanned_layers`).
   """
   out = {}
   flat = jax.tree_util.tree_flatten_with_path(params)[0]
@@ -148,10 +156,12 @@ def maxtext_state(params: Mapping, logical_axes: Mapping) -> dict[str, Any]:
     if keys[:2] != ['decoder', 'layers']:
       out['-'.join(['params', *keys])] = value
       continue
-    axis = list(axes).index('layers')
-    for i in range(value.shape[axis]):
-      key = '-'.join(['params', 'decoder', f'layers_{i}', *keys[2:]])
-      out[key] = jnp.take(value, i, axis=axis)
+    axis, layers = hf_import.scanned_layers(
+        keys, axes, len(value.shape), mt_config
+    )
+    for c, (name, rest) in enumerate(layers(value.shape[axis])):
+      key = '-'.join(['params', 'decoder', name, *rest])
+      out[key] = jnp.take(value, c, axis=axis)
   return out
 
 
@@ -204,63 +214,6 @@ def _parts(mapping: Mapping) -> set[str]:
   return {p for k in mapping if isinstance(k, tuple) for p in k}
 
 
-def save(
-    out_dir: str,
-    tensors: Mapping[str, np.ndarray],
-    hf_config: Mapping,
-    *,
-    tokenizer_dir: str = '',
-    max_shard_bytes: int = 5 * 2**30,
-) -> list[str]:
-  """Writes an HF checkpoint directory; returns the files written.
-
-  Tensors go to `model.safetensors`, or to `model-0000k-of-0000n.safetensors`
-  plus `model.safetensors.index.json` when they exceed `max_shard_bytes`;
-  config.json is written last.
-  """
-  os.makedirs(out_dir, exist_ok=True)
-  shards, size = [[]], 0
-  for name in sorted(tensors):
-    nbytes = tensors[name].nbytes
-    if shards[-1] and size + nbytes > max_shard_bytes:
-      shards.append([])
-      size = 0
-    shards[-1].append(name)
-    size += nbytes
-  files = []
-  weight_map = {}
-  for k, names in enumerate(shards, 1):
-    fname = SINGLE_FILE
-    if len(shards) > 1:
-      fname = f'model-{k:05d}-of-{len(shards):05d}.safetensors'
-    safetensors_np.save_file(
-        {n: tensors[n] for n in names},
-        os.path.join(out_dir, fname),
-        metadata={'format': 'pt'},
-    )
-    weight_map.update({n: fname for n in names})
-    files.append(fname)
-  if len(shards) > 1:
-    total = sum(t.nbytes for t in tensors.values())
-    index = {'metadata': {'total_size': total}, 'weight_map': weight_map}
-    _write_json(os.path.join(out_dir, INDEX_FILE), index)
-    files.append(INDEX_FILE)
-  for fname in TOKENIZER_FILES:
-    src = os.path.join(tokenizer_dir, fname) if tokenizer_dir else ''
-    if src and os.path.isfile(src):
-      shutil.copyfile(src, os.path.join(out_dir, fname))
-      files.append(fname)
-  _write_json(os.path.join(out_dir, 'config.json'), dict(hf_config))
-  files.append('config.json')
-  return files
-
-
-def _write_json(path: str, obj: Any) -> None:
-  with open(path, 'w', encoding='utf-8') as f:
-    json.dump(obj, f, indent=2, sort_keys=True)
-    f.write('\n')
-
-
 def export(
     params: Mapping,
     logical_axes: Mapping,
@@ -275,9 +228,11 @@ def export(
   base = hf_import.read_hf_config(hf_base_dir) if hf_base_dir else None
   hf_cfg = hf_config_for(cfg, mt_config, base)
   hf_cfg['torch_dtype'] = dtype
-  state = maxtext_state(params, logical_axes)
+  state = maxtext_state(params, logical_axes, mt_config)
   tensors = to_hf_tensors(state, mt_config, hf_cfg, dtype)
-  return save(out_dir, tensors, hf_cfg, tokenizer_dir=hf_base_dir)
+  if hf_base_dir:
+    tensors.update(hf_files.base_tensors(hf_base_dir, CARRIED_PREFIXES))
+  return hf_files.save(out_dir, tensors, hf_cfg, tokenizer_dir=hf_base_dir)
 
 
 def abstract_target(

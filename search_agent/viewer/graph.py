@@ -17,7 +17,7 @@ import html
 from typing import Any
 
 Json = dict[str, Any]
-_W, _ROW, _COL = 180, 56, 230
+_W, _ROW, _COL = 180, 56, 280
 
 
 def _paths(meta: Json) -> list[list[str]]:
@@ -37,27 +37,48 @@ def edges_and_nodes(task: Json) -> tuple[list[Json], list[str], set, str]:
   """(edges, nodes, highlighted edge keys, answer node) of a task."""
   meta = task.get('meta') or {}
   g = meta.get('graph') if isinstance(meta.get('graph'), dict) else {}
-  edges = [{'s': str(c.get('subject', '')), 't': str(c.get('object', '')),
-            'label': str(c.get('relation', '')), 'source': str(c.get('source', ''))}
-           for c in task.get('claims') or () if isinstance(c, dict)]  # fmt: skip
+  edges = [
+      {
+          's': str(c.get('subject', '')),
+          't': str(c.get('object', '')),
+          'label': str(c.get('relation', '')),
+          'source': str(c.get('source', '')),
+      }
+      for c in task.get('claims') or ()
+      if isinstance(c, dict)
+  ]
   for e in g.get('edges') or ():
     if isinstance(e, dict):
-      edges.append({'s': str(e.get('source', '')), 't': str(e.get('target', '')),
-                    'label': str(e.get('relation', e.get('label', ''))), 'source': ''})  # fmt: skip
-  nodes = list(dict.fromkeys(
-      [n for e in edges for n in (e['s'], e['t'])]
-      + [str(x) for x in task.get('evidence') or ()]
-      + [str(n.get('title', n.get('id', '')) if isinstance(n, dict) else n) for n in g.get('nodes') or ()]
-  ))  # fmt: skip
-  paths = _paths(meta)
-  for p in paths:
-    nodes += [n for n in p if n not in nodes]
-  hot = {(a, b) for p in paths for a, b in zip(p, p[1:])}
-  hot |= {(b, a) for a, b in hot}
+      edges.append(
+          {
+              's': str(e.get('source', '')),
+              't': str(e.get('target', '')),
+              'label': str(e.get('relation', e.get('label', ''))),
+              'source': '',
+          }
+      )
+  nodes = list(
+      dict.fromkeys(
+          [n for e in edges for n in (e['s'], e['t'])]
+          + [str(x) for x in task.get('evidence') or ()]
+          + [
+              str(n.get('title', n.get('id', '')) if isinstance(n, dict) else n)
+              for n in g.get('nodes') or ()
+          ]
+      )
+  )
   answer = str(meta.get('answer_page') or '')
   if not answer:
     ans = str(task.get('answer', '')).lower()
     answer = next((n for n in nodes if n.lower() == ans), '')
+  # A path ends at the answer (a page, or the value its last claim reads).
+  paths = [
+      p + [answer] if answer and p[-1] != answer else p for p in _paths(meta)
+  ]
+  for p in paths:
+    nodes += [n for n in p if n not in nodes]
+  hot = {(a, b) for p in paths for a, b in zip(p, p[1:])}
+  hot |= {(b, a) for a, b in hot}
   return edges, [n for n in nodes if n], hot, answer
 
 
@@ -97,8 +118,10 @@ def svg(task: Json) -> str:
   width = max(x for x, _ in pos.values()) + _W + 40
   height = max(y for _, y in pos.values()) + 60
   on_path = {n for e in hot for n in e}
-  out = [f'<svg class="evidence-graph" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-         f'viewBox="0 0 {width} {height}" role="img" aria-label="evidence graph">']  # fmt: skip
+  out = [
+      f'<svg class="evidence-graph" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+      f'viewBox="0 0 {width} {height}" role="img" aria-label="evidence graph">'
+  ]
   esc = lambda s: html.escape(s, quote=True)
   for e in edges:
     if e['s'] not in pos or e['t'] not in pos:
@@ -109,16 +132,20 @@ def svg(task: Json) -> str:
     tip = f'{e["s"]} — {e["label"]} → {e["t"]}' + (
         f' (source: {e["source"]})' if e['source'] else ''
     )
-    out.append(f'<g class="{cls}"><title>{esc(tip)}</title>'
-               f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}"/>'
-               f'<text x="{(x1 + x2) / 2:.0f}" y="{(y1 + y2) / 2 - 4:.0f}">{esc(e["label"][:28])}</text></g>')  # fmt: skip
+    out.append(
+        f'<g class="{cls}"><title>{esc(tip)}</title>'
+        f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}"/>'
+        f'<text x="{(x1 + x2) / 2:.0f}" y="{(y1 + y2) / 2 - 4:.0f}">{esc(e["label"][:28])}</text></g>'
+    )
   for n, (x, y) in pos.items():
     cls = (
         'node'
         + (' hot' if n in on_path else '')
         + (' answer' if n == answer else '')
     )
-    out.append(f'<g class="{cls}"><title>{esc(n)}</title><rect x="{x}" y="{y}" width="{_W}" height="32" rx="6"/>'
-               f'<text x="{x + _W / 2}" y="{y + 20}">{esc(n[:26])}</text></g>')  # fmt: skip
+    out.append(
+        f'<g class="{cls}"><title>{esc(n)}</title><rect x="{x}" y="{y}" width="{_W}" height="32" rx="6"/>'
+        f'<text x="{x + _W / 2}" y="{y + 20}">{esc(n[:26])}</text></g>'
+    )
   out.append('</svg>')
   return ''.join(out)

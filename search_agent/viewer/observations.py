@@ -17,6 +17,14 @@ _OMITTED = re.compile(
 )
 
 
+_FIELDS = {
+    key.lower(): re.compile(
+        rf'(?:^|\n){key}:\n?(.*?)(?=\n(?:Evidence|Summary|Note):|\Z)', re.DOTALL
+    )
+    for key in ('Evidence', 'Summary', 'Note')
+}
+
+
 def _hit(block: str) -> dict[str, Any] | None:
   lines = block.split('\n')
   head = _REF_HEAD.match(lines[0])
@@ -27,11 +35,11 @@ def _hit(block: str) -> dict[str, Any] | None:
   if rest and rest[0].startswith('URL: '):
     hit['url'] = rest.pop(0)[len('URL: ') :]
   body = '\n'.join(rest)
-  for key in ('Evidence', 'Summary', 'Note'):
-    m = re.search(rf'(?:^|\n){key}:\n?(.*?)(?=\n(?:Evidence|Summary|Note):|\Z)',
-                  body, re.DOTALL)  # fmt: skip
-    if m:
-      hit[key.lower()] = m.group(1).strip()
+  if 'Evidence:' in body or 'Summary:' in body or 'Note:' in body:
+    for key, pattern in _FIELDS.items():
+      m = pattern.search(body)
+      if m:
+        hit[key] = m.group(1).strip()
   if not any(k in hit for k in ('evidence', 'summary', 'note')):
     hit['text'] = body.strip()
   return hit
@@ -55,9 +63,13 @@ def parse(content: str) -> list[dict[str, Any]]:
     head = _SEARCH_HEAD.match(chunk.split('\n', 1)[0])
     if head:
       blocks.append(
-          {'kind': 'search', 'query': head['query'], 'status': head['rest'],
-           'hits': []}
-      )  # fmt: skip
+          {
+              'kind': 'search',
+              'query': head['query'],
+              'status': head['rest'],
+              'hits': [],
+          }
+      )
       continue
     hit = _hit(chunk)
     if hit is not None and blocks and blocks[-1]['kind'] in ('search', 'pages'):

@@ -1,10 +1,11 @@
-"""A run (one directory of a workdir) joined into rows, details and a summary.
+"""A run (one directory of a workdir) as rows, details and a summary.
 
-Everything a directory holds about one trajectory or task is joined by id:
-the trajectory line, its eval result (verdict, judge reason), its filter
-decision (kept/removed, stage, reason), its scored group (reward, advantage,
-policy versions) and its task (reference, required claims, evidence graph).
-`rows` are light (the list page); `detail(i)` builds one item's full view.
+Everything a directory holds about one trajectory or task is joined by id
+(joins.py): the trajectory line, its eval result (verdict, judge reason),
+its filter decision (kept/removed, stage, reason), its scored group (reward,
+advantage, policy versions) and its task (reference, required claims,
+evidence graph). `rows` are light (the list page); `detail(i)` builds one
+item's full view on demand.
 """
 
 import dataclasses
@@ -12,12 +13,14 @@ import pathlib
 from typing import Any, Callable
 
 from search_agent.viewer import graph
+from search_agent.viewer import joins
 from search_agent.viewer import records
 from search_agent.viewer import sniff
 from search_agent.viewer import summaries
 from search_agent.viewer import trajectories
 
 Json = dict[str, Any]
+Items = tuple[list[Json], Callable[[int], Json]]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -41,8 +44,137 @@ class Run:
   detail: Callable[[int], Json]
 
   def header(self) -> Json:
-    return {'id': self.id, 'kinds': self.kinds, 'summary': self.summary,
-            'n': len(self.rows), 'errors': self.errors[:50]}  # fmt: skip
+    return {
+        'id': self.id,
+        'kinds': self.kinds,
+        'summary': self.summary,
+        'n': len(self.rows),
+        'errors': self.errors[:50],
+    }
+
+
+def _trajectory_items(d: joins.RunData) -> Items:
+  keys = list(d.trajs)
+  by_traj = records.latest_by(d.decisions, 'traj_id')
+  rows = []
+  for i, k in enumerate(keys):
+    t = d.trajs[k]
+    task = d.tasks.get(str(t.get('task_id')))
+    rows.append(
+        _traj_row(
+            i, t, d.results.get(k), by_traj.get(k), d.rewards.get(k), task
+        )
+    )
+
+  def detail(i: int) -> Json:
+    t, dec, rew = d.trajs[keys[i]], by_traj.get(keys[i]), d.rewards.get(keys[i])
+    task = d.tasks.get(str(t.get('task_id')))
+    extra = {
+        'type': 'trajectory',
+        'grade': joins.grade(d.results.get(keys[i])),
+        'filter': dec,
+        'reward': rew,
+        'task': joins.task_brief(task),
+        'claims': joins.claims(task, rew),
+        'encrypted': bool(t.get('encrypted')),
+        'decrypted': bool(t.get('decrypted')),
+    }
+    return trajectories.detail(t, extra, removed=joins.removed(dec, rew))
+
+  return rows, detail
+
+
+def _task_items(d: joins.RunData) -> Items:
+  """Tasks (joined with their decision), then decisions that made no task.
+
+  A decision names its task by `task_id`, or (synthesis) by the proposal
+  the task records in `meta.proposal`.
+  """
+  keys = list(d.tasks)
+  by_task = records.latest_by(d.decisions, 'task_id')
+  by_proposal = records.latest_by(d.decisions, 'proposal')
+
+  def decision(t: Json) -> Json | None:
+    prop = str((t.get('meta') or {}).get('proposal', ''))
+    return by_task.get(str(t['id'])) or by_proposal.get(prop)
+
+  rows = [
+      _task_row(i, d.tasks[k], decision(d.tasks[k])) for i, k in enumerate(keys)
+  ]
+  used = {id(decision(t)) for t in d.tasks.values()}
+  others = [x for x in d.decisions if isinstance(x, dict) and id(x) not in used]
+  others = [
+      x for x in others if not x.get('task_id') or x['task_id'] not in d.tasks
+  ]
+  for x in others:
+    rows.append(_decision_row(len(rows), x))
+
+  def detail(i: int) -> Json:
+    if i >= len(keys):
+      x = others[i - len(keys)]
+      return {
+          'type': 'decision',
+          'question': x.get('question', ''),
+          'decision': x,
+      }
+    t = d.tasks[keys[i]]
+    return {
+        'type': 'task',
+        **joins.task_brief(t),
+        'decision': decision(t),
+        'graph_svg': graph.svg(t),
+        'meta': t.get('meta', {}),
+    }
+
+  return rows, detail
+
+
+def _group_items(d: joins.RunData) -> Items:
+  rows = [_group_row(i, g) for i, g in enumerate(d.groups)]
+
+  def detail(i: int) -> Json:
+    trajs = [
+        {k: v for k, v in t.items() if k != 'tokens'}
+        | {'reward_view': d.rewards.get(str(t.get('trajectory_id')))}
+        for t in d.groups[i]['trajectories']
+    ]
+    return {'type': 'group', **d.groups[i], 'trajectories': trajs}
+
+  return rows, detail
+
+
+def load(rf: sniff.RunFiles, workdir: pathlib.Path, canary: str | None) -> Run:
+  """Reads one directory into a Run."""
+  d = joins.read(rf, canary)
+  if d.trajs:
+    rows, detail = _trajectory_items(d)
+  elif d.tasks:
+    rows, detail = _task_items(d)
+  else:
+    rows, detail = _group_items(d)
+  summary = summaries.build(
+      rows=rows,
+      report=d.report,
+      manifest=d.manifest,
+      funnel=d.funnel,
+      results=list(d.results.values()),
+      metrics=d.metrics,
+      trajs=d.trajs,
+      rewards=d.rewards,
+  )
+  summary['images'] = d.images
+  summary['json'].update(d.extra_json)
+  kinds = sniff.KINDS + ('consumed', 'report', 'manifest', 'funnel')
+  return Run(
+      id=str(rf.path.relative_to(workdir))
+      if rf.path != workdir
+      else workdir.name,
+      kinds=[k for k in kinds if rf.get(k)],
+      summary=summary,
+      rows=rows,
+      errors=d.errors,
+      detail=detail,
+  )
 
 
 def _verdict(res: Json | None) -> str:
@@ -53,196 +185,20 @@ def _verdict(res: Json | None) -> str:
   return 'correct' if res['correct'] else 'wrong'
 
 
-def _manifest_tasks(
-    manifest: Json | None, errors: list[str]
-) -> dict[str, Json]:
-  """The eval's own task file (format 'tasks') when it is still on disk."""
-  ds = (manifest or {}).get('dataset', {})
-  path = pathlib.Path(ds.get('path', '') or '/nonexistent')
-  if ds.get('format') != 'tasks' or not path.is_file():
-    return {}
-  return records.tasks([path], errors)
-
-
-def _rewards(
-    group_paths, errors: list[str]
-) -> tuple[dict[str, Json], list[Json]]:
-  """Per trajectory id: reward, advantage, group; and the groups."""
-  by_traj, groups = {}, []
-  for p in group_paths:
-    objs = (
-        records.json_lines(p, errors)
-        if p.suffix == '.jsonl'
-        else [records.read_json(p, errors)]
-    )
-    for g in objs:
-      if not isinstance(g, dict) or 'trajectories' not in g:
-        continue
-      ts = [t for t in g['trajectories'] if isinstance(t, dict)]
-      rs = [float(t.get('reward', 0.0)) for t in ts]
-      mean = sum(rs) / len(rs) if rs else 0.0
-      groups.append({**g, '_rewards': rs})
-      for t, r in zip(ts, rs):
-        adv, how = t.get('advantage'), 'recorded'
-        if adv is None:
-          adv, how = r - mean, 'r - group mean (Dr. GRPO), recomputed here'
-        by_traj[str(t.get('trajectory_id', ''))] = {
-            'reward': r, 'advantage': adv, 'advantage_how': how,
-            'correct': t.get('correct'), 'coverage': t.get('coverage'),
-            'claim_votes': t.get('claim_votes'),
-            'group_id': g.get('group_id'), 'group_rewards': rs,
-            'versions': _versions(t.get('tokens') or {}),
-        }  # fmt: skip
-  return by_traj, groups
-
-
-def _versions(tokens: Json) -> dict[str, int]:
-  out: dict[str, int] = {}
-  for v, m in zip(tokens.get('versions', ()), tokens.get('loss_mask', ())):
-    if m:
-      out[str(v)] = out.get(str(v), 0) + 1
-  return out
-
-
-def _claims(task: Json | None, reward: Json | None) -> list[Json]:
-  votes = (reward or {}).get('claim_votes') or []
-  out = []
-  for k, c in enumerate((task or {}).get('claims', ()) or ()):
-    est = None if k >= len(votes) else bool(votes[k])
-    out.append({**c, 'established': est})
-  return out
-
-
-def _removed(dec: Json | None) -> str:
-  if not dec or dec.get('outcome', 'kept') == 'kept':
-    return ''
-  return f'{dec.get("outcome")} at {dec.get("stage", "?")}: {dec.get("reason", "")}'
-
-
-def load(rf: sniff.RunFiles, workdir: pathlib.Path, canary: str | None) -> Run:
-  """Reads one directory into a Run."""
-  errors = list(rf.unreadable)
-  one = (
-      lambda kind: records.read_json(rf.get(kind)[0], errors)
-      if rf.get(kind)
-      else None
-  )
-  report, manifest, funnel = one('report'), one('manifest'), one('funnel')
-  manifest = manifest or (report or {}).get('manifest')
-  trajs = records.trajectories(
-      _filter_input(rf, report) + rf.get('trajectories'), canary, errors
-  )
-  results = records.latest_by(
-      (o for p in rf.get('results') for o in records.json_lines(p, errors)),
-      'traj_id',
-  )
-  decisions = [
-      o for p in rf.get('decisions') for o in records.json_lines(p, errors)
-  ]
-  dec_by_traj = records.latest_by(decisions, 'traj_id')
-  tasks = records.tasks(rf.get('tasks'), errors) or _manifest_tasks(
-      manifest, errors
-  )
-  rewards, groups = _rewards(rf.get('groups'), errors)
-  metrics = [
-      o for p in rf.get('metrics') for o in records.json_lines(p, errors)
-  ]
-  run_id = (
-      str(rf.path.relative_to(workdir)) if rf.path != workdir else workdir.name
-  )
-  kinds = [
-      k for k in sniff.KINDS + ('report', 'manifest', 'funnel') if rf.get(k)
-  ]
-  if trajs and tasks:  # dataset order (parallel runs append in any order)
-    order = {k: n for n, k in enumerate(tasks)}
-    trajs = dict(
-        sorted(
-            trajs.items(),
-            key=lambda kv: order.get(str(kv[1].get('task_id')), len(order)),
-        )
-    )
-  if trajs:
-    rows = [_traj_row(i, t, results.get(k), dec_by_traj.get(k), rewards.get(k), tasks.get(str(t.get('task_id'))))
-            for i, (k, t) in enumerate(trajs.items())]  # fmt: skip
-    keys = list(trajs)
-
-    def detail(i: int) -> Json:
-      t = trajs[keys[i]]
-      task = tasks.get(str(t.get('task_id')))
-      dec, rew = dec_by_traj.get(keys[i]), rewards.get(keys[i])
-      extra = {'type': 'trajectory', 'grade': results.get(keys[i]), 'filter': dec,
-               'reward': rew, 'task': _task_brief(task), 'claims': _claims(task, rew),
-               'encrypted': bool(t.get('encrypted')), 'decrypted': bool(t.get('decrypted'))}  # fmt: skip
-      return trajectories.detail(t, extra, removed=_removed(dec))
-
-  elif tasks:
-    dec_by_task = records.latest_by(decisions, 'task_id')
-    keys = list(tasks)
-    rows = [
-        _task_row(i, tasks[k], dec_by_task.get(k)) for i, k in enumerate(keys)
-    ]
-
-    def detail(i: int) -> Json:
-      t = tasks[keys[i]]
-      return {'type': 'task', **_task_brief(t), 'decision': dec_by_task.get(keys[i]),
-              'graph_svg': graph.svg(t), 'meta': t.get('meta', {})}  # fmt: skip
-
-  else:
-    rows = [_group_row(i, g) for i, g in enumerate(groups)]
-
-    def detail(i: int) -> Json:
-      return {'type': 'group', **groups[i], 'trajectories': [
-          {k: v for k, v in t.items() if k != 'tokens'} | {'reward_view': rewards.get(str(t.get('trajectory_id')))}
-          for t in groups[i]['trajectories']]}  # fmt: skip
-
-  summary = summaries.build(
-      rows=rows, report=report, manifest=manifest, funnel=funnel,
-      results=list(results.values()), decisions=decisions, metrics=metrics,
-      trajs=trajs,
-  )  # fmt: skip
-  return Run(
-      id=run_id,
-      kinds=kinds,
-      summary=summary,
-      rows=rows,
-      errors=errors,
-      detail=detail,
-  )
-
-
-def _filter_input(
-    rf: sniff.RunFiles, report: Json | None
-) -> list[pathlib.Path]:
-  """A filtering run's input file (its removed trajectories live there)."""
-  inp = (
-      ((report or {}).get('input') or {}).get('path')
-      if isinstance(report, dict)
-      else None
-  )
-  if not rf.get('decisions') or not inp or not pathlib.Path(inp).is_file():
-    return []
-  return (
-      [pathlib.Path(inp)]
-      if pathlib.Path(inp) not in rf.get('trajectories')
-      else []
-  )
-
-
-def _task_brief(task: Json | None) -> Json | None:
-  if not task:
-    return None
-  keep = ('id', 'question', 'answer', 'aliases', 'evidence', 'claims', '_split')
-  return {k: task[k] for k in keep if k in task}
-
-
 def _traj_row(i, t, res, dec, rew, task) -> Json:
   row = {
-      'i': i, 'id': str(t.get('id', '')), 'task_id': str(t.get('task_id', '')),
-      'question': t.get('question', ''), 'status': t.get('status', ''),
+      'i': i,
+      'id': str(t.get('id', '')),
+      'task_id': str(t.get('task_id', '')),
+      'question': t.get('question', ''),
+      'status': t.get('status', ''),
       'answer': t.get('final_answer') or '',
       'tools': sum(trajectories.tool_counts(t).values()),
-      'steps': (t.get('meta') or {}).get('steps', sum(m.get('role') == 'assistant' for m in t.get('messages', ()))),
-  }  # fmt: skip
+      'steps': (t.get('meta') or {}).get(
+          'steps',
+          sum(m.get('role') == 'assistant' for m in trajectories.messages(t)),
+      ),
+  }
   if res:
     row.update(
         verdict=_verdict(res), tools=res.get('n_tool_calls', row['tools'])
@@ -261,23 +217,52 @@ def _traj_row(i, t, res, dec, rew, task) -> Json:
       row['correct'] = rew['correct']
   if t.get('encrypted'):
     row['encrypted'] = True
+  if t.get('decrypted'):
+    row['decrypted'] = True
   return row
+
+
+def _outcome(dec: Json) -> str:
+  return str(dec.get('outcome', dec.get('decision', '')))
 
 
 def _task_row(i, t, dec) -> Json:
-  row = {'i': i, 'id': t['id'], 'question': t.get('question', ''),
-         'answer': t.get('answer', ''), 'claims': len(t.get('claims', ()) or ()),
-         'split': t.get('_split', '')}  # fmt: skip
+  meta = t.get('meta') or {}
+  row = {
+      'i': i,
+      'id': t['id'],
+      'question': t.get('question', ''),
+      'answer': t.get('answer', ''),
+      'claims': len(t.get('claims', ()) or ()),
+      'hops': meta.get('hops', ''),
+      'split': t.get('_split', '') or meta.get('split', ''),
+  }
   if dec:
-    row.update(
-        outcome=dec.get('outcome', dec.get('decision', '')),
-        reason=dec.get('reason', ''),
-    )
+    row.update(outcome=_outcome(dec), reason=dec.get('reason', ''))
   return row
+
+
+def _decision_row(i, dec) -> Json:
+  """A decision without a task (e.g. a proposal the controller returned)."""
+  return {
+      'i': i,
+      'id': str(
+          dec.get('proposal', dec.get('task_id', dec.get('traj_id', '')))
+      ),
+      'question': dec.get('question', ''),
+      'hops': dec.get('hops', ''),
+      'outcome': _outcome(dec),
+      'reason': dec.get('reason', ''),
+  }
 
 
 def _group_row(i, g) -> Json:
   rs = g['_rewards']
-  return {'i': i, 'id': str(g.get('group_id', '')), 'task_id': str(g.get('task_id', '')),
-          'question': '', 'rollouts': len(rs),
-          'reward': sum(rs) / len(rs) if rs else None}  # fmt: skip
+  return {
+      'i': i,
+      'id': str(g.get('group_id', '')),
+      'task_id': str(g.get('task_id', '')),
+      'question': '',
+      'rollouts': len(rs),
+      'reward': sum(rs) / len(rs) if rs else None,
+  }

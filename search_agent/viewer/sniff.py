@@ -9,9 +9,12 @@ the first record of each JSON/JSONL file and files it under a kind:
   results       eval result records (`traj_id` with `correct`)
   decisions     filter or synthesis decisions (`outcome` or `decision`)
   tasks         Task records (`question` and `answer`, no `messages`)
-  groups        scored rollout groups (`group_id` with `trajectories`)
+  groups        scored rollout groups (`group_id` with `trajectories`), also
+                in `groups/` and an RL run's replay queue `queue/groups/`
+  consumed      the replay queue's journal (`update` with its `groups`)
   metrics       per-step numbers (`step` or `update` and numeric fields)
   report, manifest, funnel   the JSON files of those names
+  json          any other small JSON object beside them (parity.json, ...)
 
 A directory with none of these is no run. Files that do not parse are
 listed, never fatal.
@@ -23,6 +26,10 @@ import pathlib
 from typing import Any
 
 KINDS = ('trajectories', 'results', 'decisions', 'tasks', 'groups', 'metrics')
+# Directories that hold a run's machinery, not runs of their own.
+_NOT_RUNS = ('groups', 'queue', 'checkpoints', 'weights', 'tb', 'index',
+             'llm_cache', 'work', 'leased', 'tmp')  # fmt: skip
+_MAX_JSON_BYTES = 256 << 10
 _NAMED = {
     'report.json': 'report',
     'manifest.json': 'manifest',
@@ -66,6 +73,8 @@ def classify(obj: Any) -> str | None:
     return 'decisions'
   if 'question' in obj and 'answer' in obj:
     return 'tasks'
+  if 'update' in obj and isinstance(obj.get('groups'), list):
+    return 'consumed'
   if ('step' in obj or 'update' in obj) and any(
       isinstance(v, (int, float)) for v in obj.values()
   ):
@@ -78,13 +87,22 @@ def scan(path: pathlib.Path) -> RunFiles:
   files: dict[str, list[pathlib.Path]] = {}
   unreadable = []
   candidates = sorted(path.glob('*.jsonl')) + sorted(path.glob('*.json'))
-  candidates += sorted((path / 'groups').glob('*.json'))
+  for sub in ('groups', 'queue/groups', 'queue'):
+    candidates += sorted((path / sub).glob('*.json*'))
   for f in candidates:
     if f.name in _NAMED and f.parent == path:
       files.setdefault(_NAMED[f.name], []).append(f)
       continue
     try:
-      kind = classify(first_record(f) if f.suffix == '.jsonl' else _load(f))
+      if f.suffix == '.jsonl':
+        kind = classify(first_record(f))
+      elif f.stat().st_size > _MAX_JSON_BYTES:
+        continue
+      else:
+        obj = _load(f)
+        kind = classify(obj) or (
+            'json' if isinstance(obj, dict) and f.parent == path else None
+        )
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
       unreadable.append(f'{f.name}: {type(e).__name__}')
       continue
@@ -112,7 +130,9 @@ def find_runs(workdir: pathlib.Path) -> list[RunFiles]:
       out.append(rf)
     if depth < _MAX_DEPTH:
       subs = [
-          s for s in sorted(d.iterdir()) if s.is_dir() and s.name != 'groups'
+          s
+          for s in sorted(d.iterdir())
+          if s.is_dir() and s.name not in _NOT_RUNS
       ]
       todo += [(s, depth + 1) for s in subs if not s.name.startswith('.')]
   return out

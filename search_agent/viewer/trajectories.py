@@ -17,6 +17,16 @@ from search_agent.viewer import observations
 Json = dict[str, Any]
 
 
+def messages(traj: Json) -> list[Json]:
+  """The messages, each a dict (a stray value becomes an 'unknown' one)."""
+  out = []
+  for m in traj.get('messages') or ():
+    if not isinstance(m, dict):
+      m = {'role': 'unknown', 'content': str(m)}
+    out.append(m)
+  return out
+
+
 def loss_reason(m: Json, removed: str = '') -> tuple[bool, str]:
   """(trains, why) for one message."""
   role = m.get('role', '')
@@ -47,6 +57,7 @@ def _token_stats(traj: Json) -> tuple[Json | None, dict[int, Json]]:
   tokens = traj.get('tokens')
   if not tokens:
     return None, per_msg
+  per_msg = _per_turn(traj) or per_msg
   mask = tokens.get('loss_mask', ())
   versions = tokens.get('versions', ())
   lps = [lp for lp, m in zip(tokens.get('logprobs', ()), mask) if m]
@@ -59,6 +70,47 @@ def _token_stats(traj: Json) -> tuple[Json | None, dict[int, Json]]:
       'routed_experts': tokens.get('routed_experts') is not None,
       'mask_runs': _runs(mask),
   }, per_msg
+
+
+def _segments(tokens: Json) -> list[Json]:
+  """Generated spans (maximal runs of version != -1), one per model call."""
+  out: list[Json] = []
+  prev = -1
+  cols = zip(tokens.get('versions', ()), tokens.get('loss_mask', ()),
+             tokens.get('logprobs', ()))  # fmt: skip
+  for v, m, lp in cols:
+    if v != -1:
+      if prev == -1:
+        out.append({'n': 0, 'trained': 0, 'versions': set(), 'lp': []})
+      seg = out[-1]
+      seg['n'] += 1
+      seg['trained'] += bool(m)
+      seg['versions'].add(v)
+      seg['lp'].append(lp)
+    prev = v
+  return [
+      {
+          'n': g['n'],
+          'trained': g['trained'],
+          'version': '/'.join(str(v) for v in sorted(g['versions'])),
+          'mean_logprob': statistics.fmean(g['lp']),
+      }
+      for g in out
+  ]
+
+
+def _per_turn(traj: Json) -> dict[int, Json]:
+  """Token stats per assistant message, from the token-exact record.
+
+  The k-th generated span is the k-th assistant turn (each call's output is
+  contiguous, bounded by prompt tokens); when the counts differ (a record
+  from another writer) no turn is given numbers.
+  """
+  segs = _segments(traj.get('tokens') or {})
+  turns = [
+      i for i, m in enumerate(messages(traj)) if m.get('role') == 'assistant'
+  ]
+  return dict(zip(turns, segs)) if len(segs) == len(turns) else {}
 
 
 def _runs(mask) -> list[list[int]]:
@@ -76,11 +128,11 @@ def _runs(mask) -> list[list[int]]:
 def _left_context(traj: Json) -> dict[int, str]:
   """Message index -> when that turn left the model's view."""
   meta = traj.get('meta', {}).get('context', {}) or {}
-  messages = traj.get('messages', ())
+  msgs = messages(traj)
   out: dict[int, str] = {}
   if meta.get('policy') == 'sliding_window':
     keep = int(meta.get('keep_observations', 5))
-    tools = [i for i, m in enumerate(messages) if m.get('role') == 'tool']
+    tools = [i for i, m in enumerate(msgs) if m.get('role') == 'tool']
     for k, i in enumerate(tools):
       if k + keep < len(tools):
         out[i] = (
@@ -109,17 +161,18 @@ def detail(traj: Json, extra: Json | None = None, removed: str = '') -> Json:
   tokens, per_msg = _token_stats(traj)
   left = _left_context(traj)
   steps = []
-  for i, m in enumerate(traj.get('messages', ())):
+  for i, m in enumerate(messages(traj)):
     trains, why = loss_reason(m, removed)
     step: Json = {
         'i': i,
         'role': m.get('role', ''),
         'name': m.get('name', ''),
-        'content': m.get('content', ''),
-        'reasoning': m.get('reasoning', ''),
+        'content': str(m.get('content') or ''),
+        'reasoning': str(m.get('reasoning') or ''),
         'tool_calls': [
             {'name': c.get('name', ''), 'arguments': c.get('arguments', {})}
-            for c in m.get('tool_calls', ())
+            for c in m.get('tool_calls') or ()
+            if isinstance(c, dict)
         ],
         'invalid': bool(m.get('invalid', False)),
         'trains': trains,
@@ -152,15 +205,31 @@ def detail(traj: Json, extra: Json | None = None, removed: str = '') -> Json:
       'context_events': list(ctx.get('events', ()) or ()),
       'tokens': tokens,
       'tokens_note': meta.get('tokens_note') or meta.get('tokens_dropped', ''),
-      'mas': bool(meta.get('mas')),
+      'mas': _mas(meta.get('mas'), removed),
       'steps': steps,
       **(extra or {}),
+  }
+
+
+def _mas(mas: Any, removed: str) -> Json | None:
+  """The MAS searchers' own trajectories and what the verifier was shown."""
+  if not isinstance(mas, dict):
+    return None
+  searchers = [s for s in mas.get('searchers') or () if isinstance(s, dict)]
+  return {
+      'fallback': mas.get('fallback'),
+      'verifier_status': mas.get('verifier_status'),
+      'searcher_answers': mas.get('searcher_answers'),
+      'searchers': [
+          detail(s, {'type': 'trajectory'}, removed) for s in searchers
+      ],
   }
 
 
 def tool_counts(traj: Json) -> collections.Counter:
   return collections.Counter(
       c.get('name', '')
-      for m in traj.get('messages', ())
-      for c in m.get('tool_calls', ())
+      for m in messages(traj)
+      for c in m.get('tool_calls') or ()
+      if isinstance(c, dict)
   )

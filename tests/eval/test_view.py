@@ -5,13 +5,16 @@ Real workdirs (eval.run :tiny over the bundled 2Wiki index, filtering.run
 test_view_browser.py.
 """
 
+import ast
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+from eval import decryption
 from search_agent.viewer import graph
 from search_agent.viewer import observations
 from search_agent.viewer import page
@@ -35,6 +38,8 @@ def workdirs(tmp_path_factory, tiny_index):
   wd.rl_run(root / 'all' / 'rl', ev)
   wd.encrypted_eval_run(root / 'secret' / 'enc', tiny_index)
   wd.eval_run(root / 'reset' / 'run', tiny_index, *_RESETS)
+  wd.judged_eval_run(root / 'judged' / 'run', tiny_index)
+  wd.eval_run(root / 'mas' / 'run', tiny_index, '--config.mode=mas')
   return root
 
 
@@ -43,6 +48,28 @@ _RESETS = (
     '--config.agent.context_limit=2400',
     '--config.agent.compress_at=0.5',
 )
+
+
+def test_judge_verdict_and_reason(workdirs):
+  d = _runs(workdirs / 'judged')['run'].detail(1)
+  g = d['grade']
+  assert g['correct'] is True and g['grade_method'] == 'judge'
+  assert g['judge_response'] == wd.JUDGE_REPLY
+  assert (
+      g['judge_reasoning']
+      == 'The response names Lothair II, which matches the reference.'
+  )
+
+
+def test_mas_searchers_are_shown(workdirs):
+  run = _runs(workdirs / 'mas')['run']
+  d = run.detail(0)
+  mas = d['mas']
+  assert len(mas['searchers']) == 2 and mas['verifier_status'] == 'answered'
+  s0 = mas['searchers'][0]
+  assert [s['role'] for s in s0['steps']][2:4] == ['assistant', 'tool']
+  assert s0['steps'][3]['blocks'][0]['hits'][0]['title'] == 'Teutberga'
+  assert run.rows[0]['tools'] == 3  # the system's calls, searchers included
 
 
 def test_a_real_discard_all_reset(workdirs):
@@ -93,6 +120,32 @@ def test_the_viewer_runs_without_jax():
       check=False,
   )
   assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+
+
+def test_viewer_modules_import_no_model_or_trainer_code():
+  """Direct imports too (the subprocess check above sees transitive ones)."""
+  banned = (
+      'jax',
+      'flax',
+      'optax',
+      'maxtext',
+      'search_agent.model',
+      'search_agent.train',
+  )
+  files = [
+      _REPO / 'eval/view.py',
+      *sorted((_REPO / 'search_agent/viewer').glob('*.py')),
+  ]
+  bad = []
+  for f in files:
+    for node in ast.walk(ast.parse(f.read_text())):
+      names = (
+          [a.name for a in node.names] if isinstance(node, ast.Import) else []
+      )
+      if isinstance(node, ast.ImportFrom) and node.module:
+        names = [node.module]
+      bad += [f'{f.name}: {n}' for n in names if n.startswith(banned)]
+  assert len(files) > 8 and not bad, bad
 
 
 def test_every_kind_of_workdir_is_found_and_joined(workdirs):
@@ -176,25 +229,91 @@ def test_synthesis_tasks_and_evidence_graph(workdirs):
   assert run.summary['json']['funnel']['critic_excellent'] == 1
 
 
+@pytest.mark.slow
+def test_a_real_synthesis_run(tmp_path):
+  work = wd.real_synthesis_run(tmp_path / 'syn')
+  run = _runs(work)['syn']
+  tasks = [r for r in run.rows if r['id'].startswith('syn-')]
+  n_tasks = sum(
+      len(p.read_text().splitlines()) for p in work.glob('tasks.*.jsonl')
+  )
+  decisions = [
+      json.loads(l) for l in (work / 'decisions.jsonl').read_text().splitlines()
+  ]
+  assert len(tasks) == n_tasks and len(run.rows) == len(decisions)
+  assert {r['outcome'] for r in tasks} == {'accepted'}
+  returned = [r for r in run.rows if r['outcome'].startswith('returned')]
+  assert returned and all(r['reason'] for r in returned)
+  assert (
+      run.detail(returned[0]['i'])['decision']['reason']
+      == returned[0]['reason']
+  )
+  two = next(r for r in tasks if r['hops'] == 2)
+  d = run.detail(two['i'])
+  svg = d['graph_svg']
+  assert svg.count('class="edge hot"') == 2 and svg.count('answer"') == 1
+  assert d['decision']['decision'] == 'accepted'
+  table = run.summary['tables'][0]
+  assert (
+      table['title'] == 'synthesis funnel'
+      and table['rows'][0][0] == 'proposals'
+  )
+  assert run.summary['images']['funnel.png'].startswith(
+      'data:image/png;base64,'
+  )
+
+
 def test_rl_rewards_advantages_versions(workdirs):
   run = _runs(workdirs / 'all')['rl']
-  assert [r['correct'] for r in run.rows] == [1.0, 0.0]
+  assert 'consumed' in run.kinds and 'groups' in run.kinds
+  assert [r['correct'] for r in run.rows] == [1.0, 0.0, 0.0, 0.0]
   assert {c['label']: c['value'] for c in run.summary['cards']}[
       'correct'
-  ] == '50.0% (1/2)'
-  assert [(r['reward'], r['advantage']) for r in run.rows] == [
+  ] == '25.0% (1/4)'
+  adv = [(r['reward'], r['advantage']) for r in run.rows]
+  assert adv == [
       (1.0, pytest.approx(0.4)),
       (0.2, pytest.approx(-0.4)),
+      (0.0, 0.0),
+      (0.0, 0.0),
   ]
   d = run.detail(0)
   assert d['reward']['advantage_how'].startswith('r - group mean')
-  assert d['reward']['versions'] == {'3': 4, '4': 2}
+  assert (
+      d['reward']['versions'] == {'3': 4, '4': 2} and d['reward']['update'] == 1
+  )
   assert d['tokens']['trained'] == 6 and d['tokens']['versions'] == {
       '3': 4,
       '4': 2,
   }
   assert d['tokens']['mask_runs'] == [[0, 4], [1, 4], [0, 2], [1, 2]]
-  assert [c['title'] for c in run.summary['charts']] == ['loss', 'reward_mean']
+  turns = {
+      s['i']: s.get('tokens') for s in d['steps'] if s['role'] == 'assistant'
+  }
+  assert turns[2] == {
+      'n': 4,
+      'trained': 4,
+      'version': '3',
+      'mean_logprob': -0.5,
+  }
+  assert turns[4] == {
+      'n': 2,
+      'trained': 2,
+      'version': '4',
+      'mean_logprob': -0.25,
+  }
+  assert all(s['trains'] for s in d['steps'] if s['role'] == 'assistant')
+  dropped = run.detail(2)
+  assert dropped['reward']['dropped'] is True
+  why = {s['why'] for s in dropped['steps'] if s['role'] == 'assistant'}
+  assert why == {
+      'eligible, but the trajectory was dropped: its group was dropped by'
+      ' dynamic sampling (all advantages zero) at update 1'
+  }
+  assert [c['title'] for c in run.summary['charts']] == ['reward_mean', 'loss']
+  bars = {b['title']: b['counts'] for b in run.summary['bars']}
+  assert bars['trained tokens by policy version'] == {'v3': 16, 'v4': 8}
+  assert run.summary['json']['parity.json'] == {'max_abs_logprob_gap': 0.0012}
 
 
 def test_loss_reasons():
@@ -287,14 +406,20 @@ def test_encrypted_runs_stay_encrypted(workdirs, tmp_path):
       r['encrypted'] and r['question'] == records.ENCRYPTED_QUESTION
       for r in run.rows
   )
-  assert (
-      run.summary['cards'][0]['value'] == '25.0% (1/4)'
-  )  # numbers are in the clear
+  cards = {c['label']: c['value'] for c in run.summary['cards']}
+  assert cards['pass@1'] == '25.0% (1/4)'  # numbers are in the clear
   html = page.static_html(enc, list(_runs(enc).values()))
   assert not any(q in html for q in wd.questions())
-  with pytest.raises(records.ViewerError, match='would write decrypted'):
-    page.write_static(enc, tmp_path / 'v.html', wd.CANARY)
-  assert not (tmp_path / 'v.html').exists()
+  # With the canary, the page is built in memory and sealed again.
+  page.write_static(enc, tmp_path / 'v.html', wd.CANARY)
+  sealed = (tmp_path / 'v.html').read_text()
+  answers = [json.loads(l)['answer'] for l in wd.TASKS.read_text().splitlines()]
+  assert not any(x in sealed for x in wd.questions() + answers + ['Teutberga'])
+  idx = json.loads(sealed.split('id="viewer-index">')[1].split('</script>')[0])
+  row = idx['runs'][0]['rows'][0]
+  assert row['question'] == page.SEALED and idx['runs'][0]['sealed']
+  opened = json.loads(decryption.browsecomp_decrypt(row['sealed'], wd.CANARY))
+  assert opened['question'] in wd.questions() and opened['id'] == row['id']
   app = server.ViewerApp(enc, wd.CANARY, 0)
   try:
     d = app.runs[0].detail(0)
@@ -304,6 +429,24 @@ def test_encrypted_runs_stay_encrypted(workdirs, tmp_path):
   assert {p: p.read_bytes() for p in enc.rglob('*') if p.is_file()} == before
   wrong = _runs(enc, 'not-the-canary')['enc']
   assert 'does not decrypt' in wrong.rows[0]['question']
+
+
+def test_torn_and_odd_lines_are_listed_not_fatal(workdirs, tmp_path):
+  work = tmp_path / 'run'
+  shutil.copytree(workdirs / 'all' / 'eval_cm', work)
+  odd = {'id': 'odd', 'task_id': 'x', 'question': 'q?', 'messages': [
+      {'role': 'assistant', 'content': None}, 'not a message',
+      {'role': 'tool', 'content': '[r1] T\nURL: u\ns'}]}  # fmt: skip
+  with open(work / 'trajectories.jsonl', 'a') as f:
+    f.write(json.dumps(odd) + '\n{"id": "torn", "task_')
+  run = _runs(tmp_path)['run']
+  assert len(run.rows) == 5 and run.rows[-1]['id'] == 'odd'
+  assert any('trajectories.jsonl:6' in e for e in run.errors)
+  steps = run.detail(4)['steps']
+  assert [s['role'] for s in steps] == ['assistant', 'unknown', 'tool']
+  assert steps[0]['content'] == ''
+  assert steps[2]['blocks'][0]['hits'][0]['url'] == 'u'
+  assert page.static_html(tmp_path, [run])
 
 
 def test_no_run_is_a_clear_error(tmp_path):

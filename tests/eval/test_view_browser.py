@@ -9,6 +9,7 @@ task's evidence graph, server mode (with a canary, in memory), and a
 non-blank; the console must stay free of errors.
 """
 
+import contextlib
 import io
 import json
 import pathlib
@@ -67,7 +68,7 @@ def _non_blank(b, path):
 
 def _visible_text(b, css):
   return b.run(f'return [...document.querySelectorAll({json.dumps(css)})]'
-               '.filter(e => e.getClientRects().length && getComputedStyle(e).visibility !== "hidden")'
+               '.filter(e => e.checkVisibility({visibilityProperty: true}))'
                '.map(e => e.innerText)')  # fmt: skip
 
 
@@ -86,6 +87,19 @@ def test_contract_every_question_visible(tiny_run, browser, tmp_path):
   shown = _visible_text(browser, 'td.q')
   assert shown == wd.questions()
   _non_blank(browser, tmp_path / 'list.png')
+  _no_console_errors(browser)
+
+
+def test_mas_searchers_expand(tmp_path, tiny_index, browser):
+  run = wd.eval_run(tmp_path / 'mas', tiny_index, '--config.mode=mas')
+  _view(f'--workdir={run}', f'--out={run}/view.html')
+  _ready(browser, (run / 'view.html').as_uri() + '#run=0&t=0')
+  browser.wait_for('return document.querySelector("#mas")')
+  assert not _visible_text(browser, '#searcher-0 .hit')
+  browser.click('#searcher-0 > summary')
+  browser.click('#searcher-0 details.tool > summary')
+  hits = _visible_text(browser, '#searcher-0 .hit')
+  assert len(hits) == 10 and hits[0].startswith('[r1]Teutberga')
   _no_console_errors(browser)
 
 
@@ -143,8 +157,21 @@ def test_open_expand_switch_compare(many_runs, browser, tmp_path):
   browser.wait_for('return location.hash === "#run=2"')
   browser.click('tr.row[data-i="1"]')
   browser.wait_for('return document.querySelector("#reward")')
-  assert 'advantage' in browser.text('#reward') and '-0.400' in browser.text(
-      '#reward'
+  reward = browser.text('#reward')
+  assert 'advantage' in reward and '-0.400' in reward
+  # Two runs task by task, then one task side by side.
+  browser.click('#run-select option[value="0"]')
+  browser.wait_for('return location.hash === "#run=0"')
+  browser.click('#compare-runs-link')
+  browser.wait_for('return document.querySelector("#compare-runs")')
+  assert len(_visible_text(browser, '#compare-runs tr.row')) == 4
+  flips = _visible_text(browser, '#flips .card')
+  assert (
+      flips[0] == 'correct in both\n1' and flips[3] == 'correct in neither\n3'
+  )
+  browser.click('#compare-runs tr.row')
+  browser.wait_for(
+      'return document.querySelectorAll("#compare .trajectory").length === 2'
   )
   _no_console_errors(browser)
 
@@ -155,27 +182,63 @@ def _free_port():
     return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def _serving(workdir, *extra):
+  """`python -m eval.view --port` in a subprocess; yields its URL."""
+  port = _free_port()
+  proc = subprocess.Popen([sys.executable, '-m', 'eval.view', f'--workdir={workdir}', f'--port={port}', *extra],
+                          cwd=_REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
+  try:
+    assert proc.stdout.readline().startswith('serving')
+    yield f'http://127.0.0.1:{port}/'
+  finally:
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
 def test_server_mode_decrypts_in_memory(tmp_path, tiny_index, browser):
   enc = wd.encrypted_eval_run(tmp_path / 'secret' / 'enc', tiny_index)
   before = sorted(p for p in tmp_path.rglob('*'))
-  port = _free_port()
-  proc = subprocess.Popen([sys.executable, '-m', 'eval.view', f'--workdir={enc}', f'--port={port}',
-                           f'--canary={wd.CANARY}'], cwd=_REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
-  try:
-    assert proc.stdout.readline().startswith('serving')
-    _ready(browser, f'http://127.0.0.1:{port}/')
+  with _serving(enc, f'--canary={wd.CANARY}') as url:
+    _ready(browser, url)
     assert sorted(_visible_text(browser, 'td.q')) == sorted(wd.questions())
     browser.click('tr.row[data-i="1"]')
     browser.wait_for('return document.querySelector(".trajectory")')
     assert browser.text('.question') in wd.questions()
     assert 'decrypted in memory' in browser.text('.trajectory .toolbar')
-    with urllib.request.urlopen(f'http://127.0.0.1:{port}/api/index') as r:
+    with urllib.request.urlopen(url + 'api/index') as r:
       assert json.load(r)['runs'][0]['n'] == 4
     _no_console_errors(browser)
-  finally:
-    proc.terminate()
-    proc.wait(timeout=30)
   assert sorted(p for p in tmp_path.rglob('*')) == before  # nothing written
+
+
+def test_sealed_static_page_opens_with_the_canary(
+    tmp_path, tiny_index, browser
+):
+  enc = wd.encrypted_eval_run(tmp_path / 'secret' / 'enc', tiny_index)
+  out = tmp_path / 'sealed.html'
+  _view(f'--workdir={enc}', f'--out={out}', f'--canary={wd.CANARY}')
+  assert not any(q in out.read_text() for q in wd.questions())
+  _ready(browser, out.as_uri())
+  assert not set(_visible_text(browser, 'td.q')) & set(wd.questions())
+  browser.cmd(
+      'POST', f'/element/{browser.find("#canary")}/value', {'text': 'wrong'}
+  )
+  browser.click('#unseal')
+  browser.wait_for(
+      'return document.querySelector("#canary-msg").innerText.includes("does not")'
+  )
+  browser.run('document.querySelector("#canary").value = ""')
+  browser.cmd(
+      'POST', f'/element/{browser.find("#canary")}/value', {'text': wd.CANARY}
+  )
+  browser.click('#unseal')
+  browser.wait_for('return !document.querySelector("#canary-form")')
+  assert sorted(_visible_text(browser, 'td.q')) == sorted(wd.questions())
+  browser.click('tr.row[data-i="2"]')
+  browser.wait_for('return document.querySelector(".trajectory")')
+  assert browser.text('.question') in wd.questions()
+  _no_console_errors(browser)
 
 
 def _big_run(src: pathlib.Path, dst: pathlib.Path, n: int) -> None:
@@ -221,7 +284,34 @@ def test_a_10000_trajectory_run_opens_under_2s(tiny_run, tmp_path, browser):
       'return document.querySelector("#page-info").innerText.startsWith("page 2 ")'
   )
   assert _visible_text(browser, 'td.q')[0].endswith('(variant 50)')
+  browser.click('th[data-col="verdict"]')  # sort: 'correct' rows first
+  browser.wait_for('return location.hash.includes("sort=verdict")')
+  verdicts = _visible_text(browser, 'td.verdict-correct')
+  assert len(verdicts) == 50 and browser.text('#page-info').startswith(
+      'page 1 '
+  )
+  browser.run(
+      'const s = document.querySelector("#search"); s.value = "variant 9998";'
+      ' s.dispatchEvent(new Event("change"))'
+  )
+  browser.wait_for(
+      'return document.querySelector("#page-info").innerText.includes("1 of 10000")'
+  )
+  assert _visible_text(browser, 'td.q')[0].endswith('(variant 9998)')
   browser.get((big / 'view.html').as_uri() + '#run=0&t=9999')
   browser.wait_for('return document.querySelector(".trajectory")')
   assert browser.text('.question').endswith('(variant 9999)')
+  _no_console_errors(browser)
+  # Server mode over the same run: load time, then the page opens.
+  t0 = time.monotonic()
+  with _serving(big) as url:
+    serve_s = time.monotonic() - t0
+    opened_ms = _ready(browser, url)
+    print(
+        f'server: loaded in {serve_s:.1f} s, page opened in {opened_ms:.0f} ms'
+    )
+    assert opened_ms < 2000
+    browser.get(url + '#run=0&t=5000')
+    browser.wait_for('return document.querySelector(".trajectory")')
+    assert browser.text('.question').endswith('(variant 5000)')
   _no_console_errors(browser)

@@ -38,6 +38,19 @@ def eval_run(
   return workdir
 
 
+JUDGE_REPLY = (
+    'extracted_final_answer: Lothair II\nreasoning: The response names'
+    ' Lothair II, which matches the reference.\ncorrect: yes\nconfidence: 80'
+)
+
+
+def judged_eval_run(workdir: pathlib.Path, index: pathlib.Path) -> pathlib.Path:
+  """eval.run :tiny graded by a scripted LLM judge (BrowseComp grader reply)."""
+  return eval_run(workdir, index, '--config.judge.kind=scripted',
+                  '--config.judge.name=scripted-judge',
+                  f'--config.judge.script=({JUDGE_REPLY!r},)')  # fmt: skip
+
+
 def questions() -> list[str]:
   return [
       json.loads(l)['question']
@@ -68,6 +81,14 @@ def filtering_run(workdir: pathlib.Path) -> pathlib.Path:
       '--config=tpu_configs/filtering.py:tiny',
       f'--workdir={workdir}',
   )
+  return workdir
+
+
+def real_synthesis_run(workdir: pathlib.Path) -> pathlib.Path:
+  """`synthesis.run :tiny` on 40 seeds (its bundled index built inside)."""
+  _run('search_agent.synthesis.run', '--config=tpu_configs/synthesis.py:tiny',
+       f'--workdir={workdir}', '--config.progress=False',
+       '--config.anchor.num_seeds=40')  # fmt: skip
   return workdir
 
 
@@ -113,36 +134,54 @@ def synthesis_run(workdir: pathlib.Path) -> pathlib.Path:
 
 
 def rl_run(workdir: pathlib.Path, eval_dir: pathlib.Path) -> pathlib.Path:
-  """Rollouts (real eval trajectories given tokens), scored groups, metrics."""
-  workdir.mkdir(parents=True)
-  (workdir / 'groups').mkdir()
+  """An RL workdir in rl.run's layout, from real eval trajectories.
+
+  rollouts-0.jsonl (trajectories given token records), queue/groups/ (scored
+  RolloutGroup JSON), queue/consumed.jsonl (group q2 dropped by dynamic
+  sampling), metrics.jsonl, parity.json.
+  """
+  (workdir / 'queue' / 'groups').mkdir(parents=True)
   trajs = list(trajectory.iter_jsonl(eval_dir / 'trajectories.jsonl'))
+  tokens = {
+      'token_ids': list(range(12)),
+      'loss_mask': [0] * 4 + [1] * 4 + [0] * 2 + [1] * 2,
+      'logprobs': [0.0] * 4 + [-0.5] * 4 + [0.0] * 2 + [-0.25] * 2,
+      'versions': [-1] * 4 + [3] * 4 + [-1] * 2 + [4] * 2,
+  }
   rollouts = []
-  for k, t in enumerate([trajs[0], trajs[0]]):  # two rollouts of one task
-    obj = t.to_json()
-    n = 12
-    obj['id'] = f'rl-{k}'
-    obj['tokens'] = {'token_ids': list(range(n)), 'loss_mask': [0] * 4 + [1] * 4 + [0] * 2 + [1] * 2,
-                     'logprobs': [0.0] * 4 + [-0.5] * 4 + [0.0] * 2 + [-0.25] * 2,
-                     'versions': [-1] * 4 + [3] * 4 + [-1] * 2 + [4] * 2}  # fmt: skip
-    rollouts.append(obj)
-  with open(workdir / 'rollouts.jsonl', 'w') as f:
+  for k, t in enumerate([trajs[0], trajs[0], trajs[1], trajs[1]]):
+    rollouts.append({**t.to_json(), 'id': f'rl-{k}', 'tokens': tokens})
+  with open(workdir / 'rollouts-0.jsonl', 'w') as f:
     for obj in rollouts:
       f.write(json.dumps(obj) + '\n')
-  group = {'group_id': 'q1@d0', 'task_id': trajs[0].task_id, 'dispatch_batch': 0,
-           'trajectories': [{'trajectory_id': o['id'], 'tokens': o['tokens'], 'reward': r, 'correct': y, 'coverage': c}
-                            for o, r, y, c in zip(rollouts, (1.0, 0.2), (1.0, 0.0), (1.0, 0.5))]}  # fmt: skip
-  (workdir / 'groups' / 'q1@d0.json').write_text(json.dumps(group))
+  scores = ((1.0, 1.0, 1.0), (0.2, 0.0, 0.5), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+  for g, pair in (('q1@d0', (0, 1)), ('q2@d0', (2, 3))):
+    group = {
+        'group_id': g, 'task_id': rollouts[pair[0]]['task_id'], 'dispatch_batch': 0,
+        'trajectories': [{'trajectory_id': rollouts[k]['id'], 'tokens': tokens,
+                          'reward': scores[k][0], 'correct': scores[k][1],
+                          'coverage': scores[k][2]} for k in pair],
+        'meta': {'seconds': 1.5},
+    }  # fmt: skip
+    (workdir / 'queue' / 'groups' / f'{g}.json').write_text(json.dumps(group))
+  (workdir / 'queue' / 'consumed.jsonl').write_text(
+      json.dumps({'update': 1, 'groups': ['q1@d0'], 'dropped': ['q2@d0']})
+      + '\n'
+  )
   with open(workdir / 'metrics.jsonl', 'w') as f:
-    for step in range(5):
+    for step in range(1, 6):
       f.write(
           json.dumps(
               {
+                  'update': step,
                   'step': step,
-                  'loss': 1.0 / (step + 1),
+                  'loss': 1.0 / step,
                   'reward_mean': 0.1 * step,
               }
           )
           + '\n'
       )
+  (workdir / 'parity.json').write_text(
+      json.dumps({'max_abs_logprob_gap': 0.0012})
+  )
   return workdir

@@ -2,7 +2,8 @@
 
 mixtral: the HF fixture (tests/fixtures/hf_tiny) is imported and exported:
 the files come back bit for bit; qwen3_moe: a tiny random MaxText model is
-exported and imported again: the parameters come back bit for bit. In both, the exported tensors' logits under the project's HF
+exported and imported again: the parameters come back bit for bit; the
+same for a tiny Qwen3.5 (hybrid layers). In both, the exported tensors' logits under the project's HF
 reference (`make_hf_reference.mixtral_reference_logits`, a NumPy port of
 HF's Mixtral / Qwen3-MoE forward: torch is not installed) equal MaxText's.
 """
@@ -22,6 +23,7 @@ import transformers
 
 from search_agent.model import families
 from search_agent.model import hf_export
+from search_agent.model import hf_files
 from search_agent.model import hf_import
 from search_agent.model import maxtext_model
 from search_agent.model.tools import make_hf_reference
@@ -64,6 +66,12 @@ def _assert_trees_equal(a, b):
       jax.tree_util.tree_flatten_with_path(a)[0], jax.tree.leaves(b)
   ):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y), str(path))
+
+
+@pytest.fixture(scope='module')
+def torch():
+  """torch, or a skip (before any model is built): not in requirements.txt."""
+  return pytest.importorskip('torch')
 
 
 @pytest.fixture(scope='module')
@@ -175,6 +183,79 @@ def test_qwen3_moe_export_import_and_logits(tmp_path):
 
 @pytest.mark.maxtext
 @pytest.mark.slow
+def test_qwen3_5_export_import(tmp_path):
+  """Qwen3.5 (gated-delta-net + attention cycles of 4, shared expert).
+
+  No logits check: the project has no HF reference of Qwen3.5's forward
+  (torch is not installed); MaxText's own tables map both ways.
+  """
+  dims = dict(
+      families.model_preset('tiny').dims,
+      base_num_decoder_layers=4,  # one cycle: 3 linear + 1 full attention
+      base_moe_mlp_dim=32,
+      base_mlp_dim=32,
+      gdn_key_head_dim=16,
+      gdn_value_head_dim=16,
+      gdn_num_key_heads=2,
+      gdn_num_value_heads=4,
+      gdn_chunk_size=8,
+      use_mrope=False,  # text only
+  )
+  cfg = dataclasses.replace(
+      _short(families.model_preset('qwen3.5-35b-a3b')),
+      dims=tuple(sorted(dims.items())),
+      vocab_size=512,
+      dtype='float32',
+      weight_dtype='float32',
+      dense_moe=True,
+      attention='dot_product',
+  )
+  model = maxtext_model.build(
+      cfg, families.layout_preset('fsdp'), devices=jax.devices()[:1]
+  )
+  leaves, treedef = jax.tree.flatten(model.params)
+  keys = jax.random.split(jax.random.key(2), len(leaves))
+  params = jax.tree.unflatten(
+      treedef,
+      [x + 0.05 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)],
+  )
+  out = tmp_path / 'hf'
+  hf_export.export(
+      params,
+      model.logical_axes,
+      cfg,
+      model.mt_config,
+      str(out),
+      dtype='float32',
+  )
+  tensors, config = _load_hf(out)
+  assert config['model_type'] == 'qwen3_5_moe'
+  text = config['text_config']
+  assert text['layer_types'] == ['linear_attention'] * 3 + ['full_attention']
+  assert text['hidden_size'] == 64 and text['num_experts'] == 4
+  prefix = 'model.language_model.layers'
+  assert f'{prefix}.0.linear_attn.A_log' in tensors
+  assert f'{prefix}.3.self_attn.q_norm.weight' in tensors
+  assert f'{prefix}.3.mlp.shared_expert_gate.weight' in tensors
+  loaded = transformers.AutoConfig.from_pretrained(str(out))
+  assert loaded.text_config.num_hidden_layers == 4
+
+  imported_cfg = hf_import.model_config_for_hf(
+      str(out),
+      dataclasses.replace(
+          cfg, dims=(('gdn_chunk_size', 8), ('use_mrope', False))
+      ),
+  )
+  for k, v in dims.items():
+    assert dict(imported_cfg.dims)[k] == v, k
+  path = hf_import.convert_in_subprocess(
+      str(out), str(tmp_path / 'mt'), imported_cfg
+  )
+  _assert_trees_equal(hf_import.load_params(model, path), params)
+
+
+@pytest.mark.maxtext
+@pytest.mark.slow
 def test_binary_exports_a_trainer_checkpoint(
     tmp_path, repo_root, fixture_dir, mixtral
 ):
@@ -223,7 +304,7 @@ def test_sharded_save_writes_an_index_and_tokenizer_files(tmp_path):
   (base / 'tokenizer.json').write_text('{"model": {}}')
   (base / 'README.md').write_text('not copied')
   tensors = {f't{i}': np.full((256,), i, np.float32) for i in range(5)}
-  files = hf_export.save(
+  files = hf_files.save(
       str(tmp_path / 'out'),
       tensors,
       {'model_type': 'mixtral'},
@@ -232,8 +313,8 @@ def test_sharded_save_writes_an_index_and_tokenizer_files(tmp_path):
   )
   shards = [f for f in files if f.endswith('.safetensors')]
   assert shards == [f'model-0000{k}-of-00003.safetensors' for k in (1, 2, 3)]
-  assert files[-3:] == [hf_export.INDEX_FILE, 'tokenizer.json', 'config.json']
-  index = json.loads((tmp_path / 'out' / hf_export.INDEX_FILE).read_text())
+  assert files[-3:] == [hf_files.INDEX_FILE, 'tokenizer.json', 'config.json']
+  index = json.loads((tmp_path / 'out' / hf_files.INDEX_FILE).read_text())
   assert index['metadata']['total_size'] == 5 * 1024
   loaded = {}
   for shard in shards:
@@ -241,6 +322,15 @@ def test_sharded_save_writes_an_index_and_tokenizer_files(tmp_path):
   assert {n: index['weight_map'][n] for n in loaded} == index['weight_map']
   for name, value in tensors.items():
     np.testing.assert_array_equal(loaded[name], value)
+
+
+def test_base_tensors_carry_over_by_prefix(tmp_path):
+  safetensors_np.save_file(
+      {'model.visual.w': np.ones(3, np.float32), 'lm_head.weight': np.ones(2)},
+      str(tmp_path / 'model-00001-of-00001.safetensors'),
+  )
+  got = hf_files.base_tensors(str(tmp_path), hf_export.CARRIED_PREFIXES)
+  assert list(got) == ['model.visual.w']
 
 
 def test_refusals(tmp_path, fixture_dir):
@@ -261,3 +351,24 @@ def test_refusals(tmp_path, fixture_dir):
     )
   with pytest.raises(hf_export.HFExportError, match='exactly one'):
     hf_export.export_checkpoint(tiny, str(tmp_path))
+
+
+@pytest.mark.maxtext
+@pytest.mark.slow
+def test_exported_mixtral_logits_under_transformers(torch, mixtral, tmp_path):
+  """HF transformers itself as the reference, where torch is installed."""
+  model, params = mixtral
+  hf_export.export(
+      params,
+      model.logical_axes,
+      model.config,
+      model.mt_config,
+      str(tmp_path),
+      dtype='float32',
+  )
+  hf_model = transformers.AutoModelForCausalLM.from_pretrained(
+      str(tmp_path), dtype=torch.float32
+  ).eval()
+  with torch.no_grad():
+    ref = hf_model(input_ids=torch.tensor(TOKENS)).logits.numpy()
+  assert np.abs(_logits(model, params) - ref).max() < 1e-4

@@ -43,6 +43,10 @@ async function getDetail(run, i) {
     d = await r.json();
   }
   if (!d) throw new Error('no detail for run ' + run + ' item ' + i + ' in this page');
+  if (d.sealed) {
+    if (!V.open) return { type: 'sealed' };
+    d = V.open(d.sealed);
+  }
   for (const s of d.steps || []) if (s.pool !== undefined) s.content = V.index.pool[s.pool];
   V.details.set(key, d);
   return d;
@@ -81,11 +85,12 @@ function bars(block) {
 }
 
 function chart(c) {
-  const W = 260, H = 70, xs = c.points.map((p) => p[0]), ys = c.points.map((p) => p[1]);
+  const W = 220, H = 60, xs = c.points.map((p) => p[0]), ys = c.points.map((p) => p[1]);
   const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
   const sx = (x) => 4 + ((x - x0) / (x1 - x0 || 1)) * (W - 8), sy = (y) => H - 4 - ((y - y0) / (y1 - y0 || 1)) * (H - 8);
   const svg = `<svg width="${W}" height="${H}"><polyline points="${c.points.map((p) => sx(p[0]).toFixed(1) + ',' + sy(p[1]).toFixed(1)).join(' ')}"/></svg>`;
-  const box = h('div', { class: 'chart' }, h('h4', {}, `${c.title}: last ${fmt(ys[ys.length - 1])} (min ${fmt(y0)}, max ${fmt(y1)})`));
+  const box = h('div', { class: 'chart', title: `min ${fmt(y0)}, max ${fmt(y1)}` }, h('h4', {}, c.title),
+    h('div', { class: 'why' }, `last ${fmt(ys[ys.length - 1])} · min ${fmt(y0)} · max ${fmt(y1)}`));
   box.insertAdjacentHTML('beforeend', svg);
   return box;
 }
@@ -102,19 +107,36 @@ function renderSummary(run) {
     h('div', { class: 'bars' }, s.bars.map(bars)),
     s.tables.map((t) => h('div', { class: 'panel' }, h('h3', {}, t.title), h('table', {},
       h('tr', {}, t.head.map((x) => h('th', {}, x))), t.rows.map((r) => h('tr', {}, r.map((x) => h('td', {}, fmt(x)))))))),
-    s.charts.length ? h('div', {}, s.charts.map(chart)) : null,
+    s.charts.length ? h('details', { class: 'panel', open: true, id: 'charts' }, h('summary', {}, `per-step metrics (${s.charts.length} series)`),
+      h('div', {}, s.charts.map(chart))) : null,
+    Object.entries(s.images || {}).map(([name, uri]) => h('details', { class: 'panel' }, h('summary', {}, name),
+      h('img', { src: uri, alt: name, style: 'max-width:100%' }))),
     Object.entries(s.json).map(([k, v]) => jsonBlock(k, v)),
     run.errors.length ? h('details', { class: 'panel' }, h('summary', {}, `${run.errors.length} unreadable lines/files`),
       h('pre', {}, run.errors.join('\n'))) : null);
 }
 
 const COLUMNS = ['question', 'id', 'task_id', 'status', 'verdict', 'answer', 'reference', 'tools', 'steps',
-  'reward', 'advantage', 'outcome', 'stage', 'reason', 'split', 'claims', 'rollouts'];
+  'reward', 'advantage', 'outcome', 'stage', 'reason', 'split', 'hops', 'claims', 'rollouts'];
 
 function filteredRows(run, st) {
   const q = (st.q || '').toLowerCase();
-  return run.rows.filter((r) => (!q || (r.question + ' ' + r.id + ' ' + (r.answer || '')).toLowerCase().includes(q))
+  const rows = run.rows.filter((r) => (!q || (r.question + ' ' + r.id + ' ' + (r.answer || '')).toLowerCase().includes(q))
     && (!st.f || [r.verdict, r.status, r.outcome].includes(st.f)));
+  if (!st.sort) return rows;
+  const key = st.sort, sign = st.desc ? -1 : 1;
+  const val = (r) => (r[key] === undefined || r[key] === null ? '' : r[key]);
+  return rows.slice().sort((a, b) => {
+    const x = val(a), y = val(b);
+    return sign * (typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y)));
+  });
+}
+
+function sortHeader(runIdx, st, c) {
+  const on = st.sort === c;
+  return h('th', { class: 'sortable', title: 'sort by ' + c, 'data-col': c,
+    onclick: () => go({ run: runIdx, q: st.q, f: st.f, sort: c, desc: on && !st.desc ? '1' : '' }) },
+  c + (on ? (st.desc ? ' ▼' : ' ▲') : ''));
 }
 
 function renderList(runIdx, st) {
@@ -130,7 +152,7 @@ function renderList(runIdx, st) {
     h('button', { id: 'next-page', disabled: (page + 1) * PAGE_SIZE >= rows.length, onclick: () => nav(page + 1) }, 'next ›'));
   const search = h('input', { id: 'search', placeholder: 'search question / id / answer', value: st.q || '' });
   search.addEventListener('change', (e) => go({ run: runIdx, q: e.target.value, f: st.f }));
-  const table = h('table', { id: 'rows' }, h('tr', {}, cols.map((c) => h('th', {}, c))),
+  const table = h('table', { id: 'rows' }, h('tr', {}, cols.map((c) => sortHeader(runIdx, st, c))),
     rows.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE).map((r) => h('tr', {
       class: 'row', 'data-i': r.i, onclick: () => go({ run: runIdx, t: r.i }) },
     cols.map((c) => h('td', { class: c === 'verdict' ? 'verdict-' + r[c] : (c === 'question' ? 'q' : null) },
@@ -142,6 +164,18 @@ function renderList(runIdx, st) {
   pager, table);
 }
 
+function flips(both, byTask, na, nb) {
+  // Which tasks each run gets right: the change a researcher looks for first.
+  const ok = (r) => r.verdict === 'correct' || r.correct === 1 || r.correct === true;
+  const n = { both: 0, [na + ' only']: 0, [nb + ' only']: 0, neither: 0 };
+  for (const r of both) {
+    const x = ok(r), y = ok(byTask.get(r.task_id || r.id));
+    n[x && y ? 'both' : x ? na + ' only' : y ? nb + ' only' : 'neither'] += 1;
+  }
+  return h('div', { class: 'cards', id: 'flips' }, Object.entries(n).map(([k, v]) =>
+    h('div', { class: 'card' }, h('div', { class: 'label' }, 'correct in ' + k), h('div', { class: 'value' }, v))));
+}
+
 function renderCompareRuns(a, b) {
   const ra = V.index.runs[a], rb = V.index.runs[b];
   const byTask = new Map(rb.rows.map((r) => [r.task_id || r.id, r]));
@@ -150,11 +184,42 @@ function renderCompareRuns(a, b) {
   const both = ra.rows.filter((r) => byTask.has(r.task_id || r.id));
   return h('section', { id: 'compare-runs' }, h('h2', {}, 'Compare runs ', pick(0, b), ' vs ', pick(1, a)),
     h('p', { class: 'muted' }, `${both.length} tasks in both; click one to see the two trajectories side by side`),
+    flips(both, byTask, ra.id, rb.id),
     h('table', {}, h('tr', {}, ['task', 'question', ra.id, rb.id].map((x) => h('th', {}, x))),
       both.slice(0, 500).map((r) => { const o = byTask.get(r.task_id || r.id); return h('tr', { class: 'row',
         onclick: () => go({ run: a, t: r.i, vs: b + ':' + o.i }) }, h('td', {}, r.task_id), h('td', {}, short(r.question, 120)),
       h('td', { class: 'verdict-' + r.verdict }, r.verdict || fmt(r.reward) || r.status),
       h('td', { class: 'verdict-' + o.verdict }, o.verdict || fmt(o.reward) || o.status)); })));
+}
+
+// Encrypted benchmarks: rows and details sealed with the canary (BrowseComp's
+// scheme: XOR with SHA-256(canary) repeated), opened in this tab's memory only.
+async function opener(canary) {
+  const key = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canary)));
+  const dec = new TextDecoder('utf-8', { fatal: true });
+  return (b64) => {
+    const bin = atob(b64), out = new Uint8Array(bin.length);
+    for (let k = 0; k < bin.length; k++) out[k] = bin.charCodeAt(k) ^ key[k % key.length];
+    return JSON.parse(dec.decode(out));
+  };
+}
+
+async function unseal(canary) {
+  const open = await opener(canary);
+  const rows = V.index.runs.map((r) => r.rows.map((x) => (x.sealed ? { ...open(x.sealed), i: x.i } : x)));
+  V.open = open;
+  V.index.runs.forEach((r, k) => { r.rows = rows[k]; });
+}
+
+function canaryForm() {
+  if (V.open || !V.index.runs.some((r) => r.sealed)) return null;
+  const msg = h('span', { id: 'canary-msg', class: 'why' }, 'this page holds encrypted benchmark text; it is decrypted in this tab only');
+  const input = h('input', { id: 'canary', type: 'password', placeholder: 'canary' });
+  const submit = async (e) => {
+    e.preventDefault();
+    try { await unseal(input.value); await render(); } catch (err) { msg.textContent = 'the canary does not decrypt this page'; }
+  };
+  return h('form', { class: 'panel toolbar', id: 'canary-form', onsubmit: submit }, input, h('button', { id: 'unseal' }, 'decrypt'), msg);
 }
 
 async function render() {
@@ -170,7 +235,7 @@ async function render() {
     const run = Math.min(+(st.run || 0), V.index.runs.length - 1);
     renderHeader({ run });
     if (st.t === undefined) {
-      main.replaceChildren(h('h2', {}, V.index.runs[run].id), renderSummary(V.index.runs[run]), renderList(run, st));
+      main.replaceChildren(h('h2', {}, V.index.runs[run].id), canaryForm() || '', renderSummary(V.index.runs[run]), renderList(run, st));
     } else {
       main.replaceChildren(h('p', { class: 'muted' }, 'loading…'));
       main.replaceChildren(await renderItem(run, +st.t, st));

@@ -19,7 +19,8 @@ function gradePanel(d) {
   return h('div', { class: 'panel', id: 'grade' }, h('h3', {}, 'Judge ', verdictBadge(g)), kv([
     ['prediction', g.prediction ?? d.final_answer], ['reference', g.reference ?? (d.task || {}).answer],
     ['method', g.grade_method], ['confidence', g.confidence], ['extracted answer', g.extracted_answer],
-    ['judge reason', g.judge_response ? h('pre', {}, g.judge_response) : null], ['judge error', g.judge_error],
+    ['judge reason', g.judge_reasoning], ['judge reply', g.judge_response ? h('details', {}, h('summary', {}, `${g.judge_response.length} chars`), h('pre', {}, g.judge_response)) : null],
+    ['judge error', g.judge_error],
     ['judge attempts', g.judge_attempts], ['leaked URLs', (g.leaked_urls || []).join(' ')],
     ['redacted', g.redacted ? 'yes (encrypted benchmark: no text stored in results)' : null]]));
 }
@@ -30,6 +31,7 @@ function rewardPanel(d) {
   if (r) parts.push(kv([['reward', fmt(r.reward)], ['advantage', fmt(r.advantage) + ' (' + r.advantage_how + ')'],
     ['correct (y)', fmt(r.correct)], ['claim coverage (c)', fmt(r.coverage)], ['group', r.group_id],
     ['group rewards', (r.group_rewards || []).map((x) => fmt(x)).join(', ')],
+    ['learner update', r.update === null || r.update === undefined ? 'not consumed yet' : `${r.update}${r.dropped ? ' (dropped by dynamic sampling)' : ''}`],
     ['policy versions of trained tokens', Object.entries(r.versions || {}).map(([v, n]) => `v${v}: ${n}`).join(', ')]]));
   if (d.claims && d.claims.length) parts.push(h('table', { id: 'claims' }, h('tr', {}, ['subject', 'relation', 'object', 'source', 'established'].map((x) => h('th', {}, x))),
     d.claims.map((c) => h('tr', {}, h('td', {}, c.subject), h('td', {}, c.relation), h('td', {}, c.object), h('td', {}, c.source || ''),
@@ -58,6 +60,9 @@ function tokensPanel(d) {
       t.mask_runs.map(([v, n]) => h('span', { class: v ? 'on' : 'off', style: `width:${(100 * n) / total}%` }))));
   }
   if (d.tokens_note) body.push(h('p', { class: 'why' }, 'token record: ' + d.tokens_note));
+  if (d.reward && typeof d.reward.advantage === 'number' && Math.abs(d.reward.advantage) < 1e-9) {
+    body.push(h('p', { class: 'why', id: 'zero-advantage' }, 'advantage 0: its tokens carry loss but contribute no policy gradient'));
+  }
   const turns = d.steps.filter((s) => s.role === 'assistant');
   const masked = new Map();
   for (const s of turns.filter((x) => !x.trains)) masked.set(s.why, [...(masked.get(s.why) || []), '#' + s.i]);
@@ -93,7 +98,7 @@ function stepEl(s) {
   return h('details', { class: `step ${s.role}${s.trains || s.role !== 'assistant' ? '' : ' masked'}`, id: 'step-' + s.i, open },
     h('summary', {}, h('span', { class: 'muted' }, '#' + s.i + ' '), badge, s.invalid ? h('span', { class: 'badge bad' }, 'invalid') : null, head),
     h('div', { class: 'step-body' },
-      h('div', { class: 'why' }, s.why, s.tokens ? ` · ${s.tokens.n} tokens, policy v${s.tokens.version}, mean logprob ${fmt(s.tokens.mean_logprob)}` : ''),
+      h('div', { class: 'why tokens-line' }, s.why, s.tokens ? ` · ${s.tokens.n} tokens${s.tokens.trained !== undefined ? ` (${s.tokens.trained} with loss)` : ''}, policy v${s.tokens.version}, mean logprob ${fmt(s.tokens.mean_logprob)}` : ''),
       s.left_context ? h('div', { class: 'why' }, '⤷ ' + s.left_context) : null,
       s.reasoning ? h('details', { class: 'reasoning' }, h('summary', {}, `reasoning (${s.reasoning.length} chars)`), h('div', { class: 'text' }, s.reasoning)) : null,
       s.role === 'tool' ? observation(s) : h('div', { class: 'text' }, s.content),
@@ -129,7 +134,17 @@ function trajectoryView(d, runName) {
       d.error ? h('pre', { class: 'why' }, d.error) : null),
     gradePanel(d), rewardPanel(d), filterPanel(d), tokensPanel(d),
     d.task && d.task.evidence && d.task.evidence.length ? h('p', { class: 'muted' }, 'task evidence: ' + d.task.evidence.join(' · ')) : null,
-    h('h3', {}, `Steps (${d.steps.length} messages)`), h('div', { class: 'steps' }, timeline(d)));
+    h('h3', {}, `Steps (${d.steps.length} messages)`), h('div', { class: 'steps' }, timeline(d)),
+    d.mas ? masPanel(d.mas) : null);
+}
+
+function masPanel(m) {
+  return h('div', { class: 'panel', id: 'mas' }, h('h3', {}, `MAS: ${m.searchers.length} searchers`),
+    kv([['verifier status', m.verifier_status], ['fallback to a searcher answer', m.fallback ? String(m.fallback) : null],
+      ['searcher answers', (m.searcher_answers || []).map((a) => a ?? '(none)').join(' · ')]]),
+    m.searchers.map((s, k) => h('details', { class: 'step searcher', id: 'searcher-' + k },
+      h('summary', {}, `searcher ${k + 1}: ${s.status}, answer ${s.final_answer ?? '(none)'}, ${s.steps.length} messages`),
+      h('div', { class: 'step-body' }, timeline(s)))));
 }
 
 function taskView(d, runName) {
@@ -166,7 +181,10 @@ function otherRuns(run, d) {
 async function renderItem(run, i, st) {
   const d = await getDetail(run, i);
   const name = V.index.runs[run].id;
+  if (d.type === 'sealed') return h('div', {}, canaryForm(), h('p', { class: 'muted' }, 'encrypted: enter the canary to read it'));
   if (d.type === 'task') return taskView(d, name);
+  if (d.type === 'decision') return h('div', {}, h('div', { class: 'question' }, d.question),
+    h('div', { class: 'panel', id: 'filter-decision' }, h('h3', {}, 'Decision (no task was made)'), kv(Object.entries(d.decision))));
   if (d.type === 'group') return groupView(d, name);
   const others = otherRuns(run, d);
   const bar = h('div', { class: 'toolbar' }, h('a', { href: '#run=' + run }, '← back to the list'),
