@@ -313,6 +313,7 @@ def _report(c) -> Stage:
           'evals': ','.join(evals),
           'variant': c.variant,
       },
+      always=True,
   )
 
 

@@ -141,7 +141,8 @@ def run(
     prefix = f'[{i:2d}/{len(stages)}] {stage.name:<{width}} '
     old = records.get(stage.name, {})
     reused = (
-        old.get('hash') == h
+        not stage.always
+        and old.get('hash') == h
         and old.get('status') == 'done'
         and os.path.isdir(workdir)
     )

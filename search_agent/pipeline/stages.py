@@ -42,6 +42,7 @@ class Stage:
     flags: `--KEY=VALUE` pairs (binaries without a config file).
     workdir_flag: The flag the binary takes its output directory by.
     issue: Issue that delivers the module (named when it is missing).
+    always: Run it every time (the report reads every stage before it).
   """
 
   name: str
@@ -51,6 +52,7 @@ class Stage:
   flags: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   workdir_flag: str = 'workdir'
   issue: str = ''
+  always: bool = False
 
   def inputs(self) -> tuple[str, ...]:
     """Names of the stages whose workdirs this one reads."""
