@@ -93,7 +93,7 @@ def test_front_stages_run_then_reuse_then_rerun_downstream(tmp_path):
   again = runner.run(plan.build(_config()), str(tmp_path), console=lines.append)
   assert all(r.reused for r in again)
   report = Stage(name='report', module='search_agent.pipeline.split',
-                 flags={'input': '{filter}/filtered.jsonl'}, always=True)  # fmt: skip
+                 flags={'input': '{dir}/filter/filtered.jsonl'}, always=True)  # fmt: skip
   twice = [runner.run([report], str(tmp_path), console=print)[0] for _ in '12']
   assert not any(r.reused for r in twice)  # an `always` stage always runs
 
