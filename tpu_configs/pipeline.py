@@ -80,7 +80,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # `extra`: more overrides.
   c.pretrain = dict(
       config='tpu_configs/sft.py:pretrain_tiny',
-      updates=400 if learn else 60,
+      updates=400 if learn else 40,
       warmup=10,
       extra=(),
   )
@@ -105,12 +105,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # pretrain stage runs; `extra` any others.
   c.sft = dict(
       config='tpu_configs/sft.py:tiny',
-      updates=1200 if learn else 80,
+      updates=1200 if learn else 60,
       # Packed rows of 2,048 tokens (a compact demonstration is ~420).
       seq_len=2048,
       micro_steps=2,
       warmup=20 if learn else 5,
-      eval_every=100 if learn else 40,
+      eval_every=100 if learn else 30,
       init=('init_from={pretrain}',),
       extra=(),
   )
@@ -129,7 +129,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # checkpoint_dir is what eval_after_rl restores.
   c.rl = dict(
       config='tpu_configs/rl.py:tiny',
-      updates=30 if learn else 4,
+      updates=30 if learn else 3,
       checkpoint_dir='{rl}',
       extra=(),
   )
