@@ -157,8 +157,8 @@ class Engine:
       raise T.RequestError('input_ids is empty')
     if len(r.input_ids) > c.max_context:
       raise T.ContextTooLongError(
-          f'prompt of {len(r.input_ids)} tokens is longer than max_context'
-          f' {c.max_context}'
+          f'prompt of {len(r.input_ids)} tokens is too long: the maximum'
+          f' context length (max_context) is {c.max_context} tokens'
       )
     bad = [t for t in r.input_ids if not 0 <= t < self.vocab_size]
     if bad:
@@ -291,11 +291,19 @@ class Engine:
       self._start(slot, run, run.prefill)
 
   def _plan(self, slot, run) -> bool:
-    """Sets run.keep (reused context); True if it needs a prefill forward."""
+    """Sets run.keep (reused context); True if it needs a prefill forward.
+
+    The context kept is the longest prefix shared with the slot's own
+    session or with any other slot's context (copied over: a group of
+    rollouts of one prompt prefills it once).
+    """
     ids = run.req.input_ids
-    keep = min(engine_slots.common_prefix(slot.ctx, ids), len(ids) - 1)
+    own = engine_slots.common_prefix(slot.ctx, ids)
     if slot.session != run.req.session_id and run.req.session_id is not None:
-      keep = 0  # a new session evicts the slot's previous one
+      own = 0  # a new session evicts the slot's previous one
+    donor, shared = engine_slots.best_donor(self.slots, slot, ids)
+    keep = min(max(own, shared), len(ids) - 1)
+    run.donor = donor if shared > own and keep > 0 else None
     fresh = keep == 0 and len(ids) - 1 >= self.config.prefill_min_tokens
     run.keep = keep
     run.prefill = fresh or len(ids) - keep > self.config.max_chunk
@@ -311,8 +319,12 @@ class Engine:
       slot.ctx = ids[:-1]
       run.forced = ids[-1:]
     else:
-      self.core.admit(slot.index, run.keep)
+      if run.donor is not None:
+        self.core.copy_context(run.donor.index, slot.index, run.keep)
+      else:
+        self.core.admit(slot.index, run.keep)
       self.stats.reused_tokens += run.keep
+      self.stats.copied_tokens += run.keep if run.donor is not None else 0
       slot.ctx = ids[: run.keep]
       run.routed_from = run.keep
       run.forced = ids[run.keep :]

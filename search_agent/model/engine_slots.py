@@ -48,6 +48,7 @@ class Run:
     self.req, self.rid, self.callback = req, rid, callback
     self.keep = self.cached = self.routed_from = 0
     self.prefill = self.release = False
+    self.donor = None
     self.forced: list[int] = []  # prompt tokens to feed
     self.fed_forced = 0
     self.fed: list[int] = []  # every token fed (its KV is in the ring)
@@ -108,6 +109,17 @@ def session_slot(slots: Sequence[Slot], session: str) -> Slot | None:
   return next((s for s in slots if s.session == session and s.ctx), None)
 
 
+def best_donor(slots, target, ids) -> tuple[Slot | None, int]:
+  """The other slot whose context shares the longest prefix with ids."""
+  best, length = None, 0
+  for s in slots:
+    if s is not target and s.ctx:
+      n = common_prefix(s.ctx, ids)
+      if n > length:
+        best, length = s, n
+  return best, length
+
+
 def choose_slot(slots: Sequence[Slot], req: T.GenerateRequest) -> Slot | None:
   """The slot a request runs on, or None (wait).
 
@@ -142,6 +154,7 @@ class Stats:
   prefill_tokens: int = 0  # computed in prefill mode
   fed_prompt_tokens: int = 0  # prompt tokens fed through decode steps
   reused_tokens: int = 0  # prompt tokens whose cached KV was kept
+  copied_tokens: int = 0  # of those, copied from another session's slot
   recomputed_tokens: int = 0  # session KV recomputed after weight swaps
   blocks: int = 0
   block_seconds: float = 0.0

@@ -85,38 +85,43 @@ def test_greedy_equals_sampler_and_full_forward_argmax(
 
 
 def test_sampled_logprobs_are_the_sampling_distribution(engine, model1):
+  prompt = [21, 22, 23, 24, 25, 26, 27]  # no other slot shares a prefix
   req = T.GenerateRequest(
-      input_ids=tuple(PROMPTS[0]), max_new_tokens=12, seed=5, session_id='x'
+      input_ids=tuple(prompt), max_new_tokens=12, seed=5, session_id='x'
   )
   got = engine.generate(req)
   again = engine.generate(dataclasses.replace(req, session_id='y'))
   assert got.routed_from == 0 and got.cached_tokens == 0
   assert got.token_ids == again.token_ids  # the seed fixes the draw
-  seq = list(PROMPTS[0]) + list(got.token_ids)
+  assert again.cached_tokens == 6  # copied from session x's slot
+  seq = prompt + list(got.token_ids)
   lp, _, _ = _full_forward(model1, seq, got.routed_experts)
-  np.testing.assert_allclose(lp[len(PROMPTS[0]) - 1 :], got.logprobs, atol=1e-4)
+  np.testing.assert_allclose(lp[len(prompt) - 1 :], got.logprobs, atol=1e-4)
 
 
 def test_session_turn_prefills_only_new_tokens(engine):
-  first = engine.generate(_greedy(LONG, 8, session_id='s1'))
-  turn2 = LONG + list(first.token_ids) + [900, 901, 902]
+  LONG2 = list(range(300, 340))  # pylint: disable=invalid-name
+  first = engine.generate(_greedy(LONG2, 8, session_id='s1'))
+  turn2 = LONG2 + list(first.token_ids) + [900, 901, 902]
   before = engine.metrics()
   second = engine.generate(_greedy(turn2, 8, session_id='s1'))
   after = engine.metrics()
   # The cached context is every token fed in turn 1.
-  assert second.cached_tokens == len(LONG) + len(first.token_ids) - 1
+  assert second.cached_tokens == len(LONG2) + len(first.token_ids) - 1
   assert after['prefill_tokens'] == before['prefill_tokens']
   assert after['fed_prompt_tokens'] - before['fed_prompt_tokens'] == 4
+  # A diverging turn reuses only the common prefix.
+  branch = engine.generate(_greedy(LONG2[:30] + [7, 7], 8, session_id='s2'))
+  assert branch.cached_tokens == 30  # copied from session s1's slot
   # Same tokens as a fresh request over the whole context.
+  engine.release('s1')
+  engine.release('s2')
+  with pytest.raises(T.UnknownIdError):
+    engine.release('s1')
   fresh = engine.generate(_greedy(turn2, 8, session_id='other'))
   assert fresh.cached_tokens == 0 and fresh.token_ids == second.token_ids
   np.testing.assert_allclose(fresh.logprobs, second.logprobs, atol=1e-4)
-  # A diverging turn reuses only the common prefix.
-  branch = engine.generate(_greedy(LONG[:30] + [7, 7], 8, session_id='s1'))
-  assert branch.cached_tokens == 30
-  engine.release('s1')
-  with pytest.raises(T.UnknownIdError):
-    engine.release('s1')
+  engine.release('other')
 
 
 def test_continuous_batching_matches_requests_alone(engine):
@@ -138,7 +143,9 @@ def test_continuous_batching_matches_requests_alone(engine):
 
 
 def test_bad_requests(engine):
-  with pytest.raises(T.ContextTooLongError, match='97 tokens.*max_context 96'):
+  with pytest.raises(
+      T.ContextTooLongError, match='97 tokens is too long.*max_context.* is 96'
+  ):
     engine.generate(_greedy([1] * 97))
   with pytest.raises(T.RequestError, match='vocabulary'):
     engine.generate(_greedy([1, 10**6]))
@@ -175,3 +182,28 @@ def test_update_weights_aborts_in_flight_and_recomputes(engine, model1):
   fresh = engine.generate(_greedy(turn2, 6, session_id='w2'))
   assert fresh.token_ids == second.token_ids
   engine.update_weights(model1.params, version=9, abort=False)
+
+
+def test_group_shares_its_prompt_prefill(engine):
+  before = engine.metrics()
+  prompt = tuple(range(200, 240))
+  box = []
+  engine.pause()
+  for i in range(3):
+    engine.submit(
+        T.GenerateRequest(input_ids=prompt, max_new_tokens=4, seed=i,
+                          session_id=f'g{i}', request_id=f'g{i}'),
+        box.append,
+    )  # fmt: skip
+  engine.resume()
+  engine.generate(_greedy([1], 1))
+  after = engine.metrics()
+  # One prefill forward of 39 tokens; the two others copy its KV.
+  assert after['prefill_tokens'] - before['prefill_tokens'] == 39
+  assert after['copied_tokens'] - before['copied_tokens'] == 2 * 39
+  alone = engine.generate(
+      T.GenerateRequest(input_ids=prompt, max_new_tokens=4, seed=2,
+                        session_id='g-alone')
+  )  # fmt: skip
+  by_id = {r.request_id: r for r in box}
+  assert by_id['g2'].token_ids == alone.token_ids
