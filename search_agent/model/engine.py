@@ -247,7 +247,7 @@ class Engine:
     recomputed = 0
     for s in self.slots:
       if s.ctx:
-        self.core.prefill(self.params, s.ctx)
+        s.routes = self.core.prefill(self.params, s.ctx)
         self.core.install(s.index, len(s.ctx))
         recomputed += len(s.ctx)
     self.stats.recomputed_tokens += recomputed
@@ -316,13 +316,16 @@ class Engine:
       self.core.install(slot.index, len(ids) - 1)
       self.stats.prefill_tokens += len(ids) - 1
       run.keep, run.routed_from = 0, 0
+      run.base_routes = engine_slots.head(run.prompt_routes, 0)
       slot.ctx = ids[:-1]
       run.forced = ids[-1:]
     else:
+      source = slot if run.donor is None else run.donor
       if run.donor is not None:
         self.core.copy_context(run.donor.index, slot.index, run.keep)
       else:
         self.core.admit(slot.index, run.keep)
+      run.base_routes = engine_slots.head(source.routes, run.keep)
       self.stats.reused_tokens += run.keep
       self.stats.copied_tokens += run.keep if run.donor is not None else 0
       slot.ctx = ids[: run.keep]
@@ -375,18 +378,20 @@ class Engine:
   def _finish(self, slot, reason: str) -> None:
     run, slot.run = slot.run, None
     fed = run.fed
+    routes, routed_from = run.routes(), run.routed_from
+    if run.base_routes is not None and routes is not None:
+      # The whole sequence's routing: the kept context's, then this run's.
+      routes, routed_from = np.concatenate([run.base_routes, routes]), 0
     if run.release or len(slot.ctx) + len(fed) > self.config.max_context:
       slot.clear()
     else:
       if fed:
         self.core.commit(slot.index, run.ring_start, len(fed), len(slot.ctx))
       slot.ctx = slot.ctx + fed
+      slot.routes = routes if routed_from == 0 else None
     slot.last_used = time.monotonic()
     self.stats.requests += 1
-    self._deliver(
-        run,
-        run.result(reason, run.cached, run.routes(), run.routed_from),
-    )
+    self._deliver(run, run.result(reason, run.cached, routes, routed_from))
 
   def _deliver(self, run, result) -> None:
     with self._lock:

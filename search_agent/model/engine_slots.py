@@ -36,9 +36,10 @@ class Slot:
     self.session: str | None = None
     self.last_used = 0.0
     self.run: Run | None = None
+    self.routes: np.ndarray | None = None  # routing of ctx, when known
 
   def clear(self) -> None:
-    self.ctx, self.session = [], None
+    self.ctx, self.session, self.routes = [], None, None
 
 
 class Run:
@@ -49,6 +50,7 @@ class Run:
     self.keep = self.cached = self.routed_from = 0
     self.prefill = self.release = False
     self.donor = None
+    self.base_routes: np.ndarray | None = None  # routing of the kept ctx
     self.forced: list[int] = []  # prompt tokens to feed
     self.fed_forced = 0
     self.fed: list[int] = []  # every token fed (its KV is in the ring)
@@ -107,6 +109,13 @@ class Run:
 
 def session_slot(slots: Sequence[Slot], session: str) -> Slot | None:
   return next((s for s in slots if s.session == session and s.ctx), None)
+
+
+def head(routes: np.ndarray | None, n: int) -> np.ndarray | None:
+  """The first n rows of a routing record, or None if it has fewer."""
+  if routes is None or len(routes) < n:
+    return None
+  return routes[:n]
 
 
 def best_donor(slots, target, ids) -> tuple[Slot | None, int]:

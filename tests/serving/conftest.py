@@ -56,3 +56,16 @@ def server():
   srv.should_exit = True
   thread.join(timeout=10)
   served.engine.close()
+
+
+@pytest.fixture(scope='package')
+def tiny_index(tmp_path_factory):
+  """The first 500 bundled 2Wiki documents, indexed (~1 s)."""
+  from search_agent.corpus.sources import \
+      CorpusSpec  # pylint: disable=g-import-not-at-top
+  from search_agent.search.tantivy_build import \
+      build_tantivy_index  # pylint: disable=g-import-not-at-top
+
+  path = tmp_path_factory.mktemp('serving_index') / 'index'
+  build_tantivy_index(CorpusSpec(max_docs=500), path)
+  return path
