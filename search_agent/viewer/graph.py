@@ -3,7 +3,8 @@
 As in open-recipe.md's Figure 6: nodes are pages, edges are claims (subject
 page -> object page, labelled with the relation); the evidence paths chosen
 for the question are red (edges and node borders), other connections gray,
-the answer's page filled. Read tolerantly from the task:
+the answer's page filled; on a trajectory's page, the pages its observations
+showed are marked 'seen'. Read tolerantly from the task:
   * claims: `task.claims` (+ `meta.graph.edges` [{source, target, relation}]),
   * pages: claim subjects/objects, `task.evidence`, `meta.graph.nodes`,
   * paths: `meta.evidence_paths` / `meta.paths` (lists of pages) or
@@ -109,8 +110,14 @@ def _layout(
   return pos
 
 
-def svg(task: Json) -> str:
-  """The SVG element ('' when the task has no claims, evidence or paths)."""
+def svg(task: Json, seen: frozenset[str] = frozenset()) -> str:
+  """The SVG element ('' when the task has no claims, evidence or paths).
+
+  Args:
+    task: The task's JSON object.
+    seen: Page titles a trajectory's observations showed (class 'seen':
+      which evidence pages the agent reached).
+  """
   edges, nodes, hot, answer = edges_and_nodes(task)
   if not nodes:
     return ''
@@ -142,6 +149,7 @@ def svg(task: Json) -> str:
         'node'
         + (' hot' if n in on_path else '')
         + (' answer' if n == answer else '')
+        + (' seen' if n in seen else '')
     )
     out.append(
         f'<g class="{cls}"><title>{esc(n)}</title><rect x="{x}" y="{y}" width="{_W}" height="32" rx="6"/>'

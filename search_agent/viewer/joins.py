@@ -77,6 +77,10 @@ def read(rf: sniff.RunFiles, canary: str | None) -> RunData:
     trajs = dict(sorted(trajs.items(), key=rank))
   used = consumed(rf.get('consumed'), errors)
   by_traj, groups = rewards(rf.get('groups'), errors, used)
+  for k, r in meta_rewards(trajs).items():  # claim votes live only here
+    by_traj[k] = {**r, **by_traj.get(k, {}), 'claim_votes': r['claim_votes']}
+    if 'advantage' not in by_traj[k]:
+      by_traj[k].update(advantage=None, advantage_how='no scored group found')
   extra = {p.name: records.read_json(p, errors) for p in rf.get('json')}
   return RunData(
       report=report,
@@ -96,12 +100,38 @@ def read(rf: sniff.RunFiles, canary: str | None) -> RunData:
 
 
 def manifest_tasks(manifest: Json | None, errors: list[str]) -> dict[str, Json]:
-  """The eval's own task file (format 'tasks') when it is still on disk."""
-  ds = (manifest or {}).get('dataset', {})
-  path = pathlib.Path(ds.get('path', '') or '/nonexistent')
-  if ds.get('format') != 'tasks' or not path.is_file():
-    return {}
-  return records.tasks([path], errors)
+  """The task file a run's manifest names, when it is still on disk.
+
+  An eval's `dataset.path` (format 'tasks'), an RL run's `tasks.path` or
+  `config.tasks_path`.
+  """
+  m = manifest if isinstance(manifest, dict) else {}
+  ds, tasks, config = (m.get(k) or {} for k in ('dataset', 'tasks', 'config'))
+  candidates = [
+      ds.get('path') if ds.get('format') == 'tasks' else None,
+      tasks.get('path') if isinstance(tasks, dict) else None,
+      config.get('tasks_path') if isinstance(config, dict) else None,
+  ]
+  for c in candidates:
+    if isinstance(c, str) and c and pathlib.Path(c).is_file():
+      return records.tasks([pathlib.Path(c)], errors)
+  return {}
+
+
+def meta_rewards(trajs: dict[str, Json]) -> dict[str, Json]:
+  """Rewards a rollout worker wrote into each trajectory (`meta.reward`)."""
+  out = {}
+  for k, t in trajs.items():
+    r = (t.get('meta') or {}).get('reward')
+    if isinstance(r, dict) and 'total' in r:
+      out[k] = {
+          'reward': r['total'],
+          'correct': r.get('correct'),
+          'coverage': r.get('coverage'),
+          'claim_votes': r.get('claim_votes'),
+          'group_id': (t.get('meta') or {}).get('group_id'),
+      }
+  return out
 
 
 def consumed(paths, errors: list[str]) -> dict[str, Json]:

@@ -79,7 +79,10 @@ def _trajectory_items(d: joins.RunData) -> Items:
         'encrypted': bool(t.get('encrypted')),
         'decrypted': bool(t.get('decrypted')),
     }
-    return trajectories.detail(t, extra, removed=joins.removed(dec, rew))
+    out = trajectories.detail(t, extra, removed=joins.removed(dec, rew))
+    if task:  # '' when the task names no pages
+      out['task_graph'] = graph.svg(task, trajectories.seen_titles(out))
+    return out
 
   return rows, detail
 

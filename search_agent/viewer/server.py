@@ -1,6 +1,7 @@
 """Server mode: the same page over HTTP, details fetched on demand.
 
-Routes: `/` the page (index embedded), `/api/index` the index as JSON,
+Routes: `/` the page (index embedded; `/?reload=1` reads the workdir
+again first), `/api/index` the index as JSON,
 `/api/detail?run=R&i=I` one item's detail. Decrypted text (with --canary)
 lives only in this process's memory and in responses; nothing is written.
 """
@@ -8,6 +9,7 @@ lives only in this process's memory and in responses; nothing is written.
 import http.server
 import json
 import pathlib
+import threading
 import urllib.parse
 
 from search_agent.viewer import page
@@ -30,6 +32,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     url = urllib.parse.urlparse(self.path)
     q = urllib.parse.parse_qs(url.query)
     if url.path in ('/', '/index.html'):
+      if q.get('reload'):  # the files on disk again (a live RL run grows)
+        self.app.load()
       self._send(200, self.app.html, 'text/html')
     elif url.path == '/api/index':
       self._send(200, json.dumps(self.app.index), 'application/json')
@@ -61,14 +65,21 @@ class ViewerApp:
       port: int,
       host: str = '127.0.0.1',
   ):
-    self.runs = page.load_workdir(workdir, canary)
-    self.index = page.index(workdir, self.runs, 'server')
-    self.html = page.shell(self.index)
+    self.workdir, self._canary = workdir, canary
+    self._lock = threading.Lock()
+    self.load()
     handler = type('Handler', (_Handler,), {'app': self})
     try:
       self.httpd = http.server.ThreadingHTTPServer((host, port), handler)
     except OSError as e:
       raise records.ViewerError(f'cannot listen on {host}:{port}: {e}') from e
+
+  def load(self) -> None:
+    """(Re)reads the workdir; requests see the old or the new state whole."""
+    with self._lock:
+      runs = page.load_workdir(self.workdir, self._canary)
+      idx = page.index(self.workdir, runs, 'server')
+      self.runs, self.index, self.html = runs, idx, page.shell(idx)
 
   @property
   def url(self) -> str:

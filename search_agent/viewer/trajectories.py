@@ -226,6 +226,16 @@ def _mas(mas: Any, removed: str) -> Json | None:
   }
 
 
+def seen_titles(view: Json) -> frozenset[str]:
+  """Titles of the pages a trajectory view's observations showed."""
+  return frozenset(
+      h.get('title', '')
+      for s in view['steps']
+      for b in s.get('blocks', ())
+      for h in b.get('hits', ())
+  )
+
+
 def tool_counts(traj: Json) -> collections.Counter:
   return collections.Counter(
       c.get('name', '')

@@ -197,6 +197,8 @@ def test_a_trajectory_in_full(workdirs):
   assert search['hits'][0]['url'] == 'https://en.wikipedia.org/wiki/Teutberga'
   assert 'queen of Lotharingia' in search['hits'][0]['text']
   assert not d['steps'][3]['trains'] and 'observation' in d['steps'][3]['why']
+  # The task's evidence page (Teutberga) was among the search hits.
+  assert '<g class="node seen"><title>Teutberga</title>' in d['task_graph']
 
 
 def test_filtering_reasons_and_dropped_trajectories(workdirs):
@@ -314,6 +316,13 @@ def test_rl_rewards_advantages_versions(workdirs):
   bars = {b['title']: b['counts'] for b in run.summary['bars']}
   assert bars['trained tokens by policy version'] == {'v3': 16, 'v4': 8}
   assert run.summary['json']['parity.json'] == {'max_abs_logprob_gap': 0.0012}
+  # Required claims from the manifest's task pool, votes from meta.reward.
+  half = run.detail(1)
+  assert [c['established'] for c in half['claims']] == [True, False]
+  assert (
+      half['claims'][0]['relation'] == 'mentions'
+      and run.rows[1]['reference'] == 'Lothair II'
+  )
 
 
 def test_loss_reasons():

@@ -127,9 +127,30 @@ def test_open_expand_switch_compare(many_runs, browser, tmp_path):
   hits = _visible_text(browser, '#step-3 .hit')
   assert len(hits) == 10 and hits[0].startswith('[r1]Teutberga')
   assert 'https://en.wikipedia.org/wiki/Teutberga' in hits[0]
+  browser.run(
+      'document.dispatchEvent(new KeyboardEvent("keydown", {key: "j"}))'
+  )
+  browser.wait_for('return location.hash === "#run=0&t=1"')
+  browser.wait_for(
+      'return document.querySelector(".question").innerText === %s'
+      % json.dumps(wd.questions()[1])
+  )
+  browser.run(
+      'document.dispatchEvent(new KeyboardEvent("keydown", {key: "k"}))'
+  )
+  browser.wait_for(
+      'return location.hash === "#run=0&t=0" && document.querySelector("#step-3")'
+  )
+  browser.click('#step-3 > summary')
   browser.click('#step-2 details.reasoning > summary')
   assert 'Search first.' in _visible_text(browser, '#step-2 .reasoning')[0]
   assert '2 of 2 assistant turns train' in browser.text('#tokens')
+  assert (
+      browser.run(
+          'return document.querySelectorAll("#graph .node.seen").length'
+      )
+      == 1
+  )
   _non_blank(browser, tmp_path / 'trajectory.png')
   # Compare with the same task in the no-CM run, side by side.
   browser.click('#compare-select option[value^="1:"]')
@@ -208,6 +229,14 @@ def test_server_mode_decrypts_in_memory(tmp_path, tiny_index, browser):
     assert 'decrypted in memory' in browser.text('.trajectory .toolbar')
     with urllib.request.urlopen(url + 'api/index') as r:
       assert json.load(r)['runs'][0]['n'] == 4
+    lines = (enc / 'trajectories.jsonl').read_text().splitlines()
+    more = {**json.loads(lines[0]), 'id': 'appended#1'}
+    (enc / 'trajectories.jsonl').write_text(
+        '\n'.join(lines + [json.dumps(more)]) + '\n'
+    )
+    browser.click('#reload')  # a run that grew: read again from disk
+    browser.wait_for('return window.__viewerReady && V.index.runs[0].n === 5')
+    (enc / 'trajectories.jsonl').write_text('\n'.join(lines) + '\n')
     _no_console_errors(browser)
   assert sorted(p for p in tmp_path.rglob('*')) == before  # nothing written
 

@@ -148,13 +148,34 @@ def rl_run(workdir: pathlib.Path, eval_dir: pathlib.Path) -> pathlib.Path:
       'logprobs': [0.0] * 4 + [-0.5] * 4 + [0.0] * 2 + [-0.25] * 2,
       'versions': [-1] * 4 + [3] * 4 + [-1] * 2 + [4] * 2,
   }
+  scores = ((1.0, 1.0, 1.0), (0.2, 0.0, 0.5), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+  votes = ([1, 1], [1, 0], [0, 0], [0, 0])
   rollouts = []
   for k, t in enumerate([trajs[0], trajs[0], trajs[1], trajs[1]]):
-    rollouts.append({**t.to_json(), 'id': f'rl-{k}', 'tokens': tokens})
+    reward = dict(
+        zip(('total', 'correct', 'coverage'), scores[k]), claim_votes=votes[k]
+    )
+    meta = {**t.meta, 'reward': reward, 'group_id': f'q{k // 2 + 1}@d0'}
+    rollouts.append(
+        {**t.to_json(), 'id': f'rl-{k}', 'tokens': tokens, 'meta': meta}
+    )
+  # The task pool with required claims, named by the manifest as rl.run does.
+  pool = workdir.parent.parent / 'task_pools' / f'{workdir.name}.jsonl'
+  pool.parent.mkdir(exist_ok=True)
+  with open(pool, 'w') as f:
+    for line in TASKS.read_text().splitlines():
+      task = json.loads(line)
+      task['claims'] = [
+          {'subject': task['evidence'][0], 'relation': 'mentions', 'object': task['answer']},
+          {'subject': task['answer'], 'relation': 'spouse', 'object': task['evidence'][0]},
+      ]  # fmt: skip
+      f.write(json.dumps(task) + '\n')
+  (workdir / 'manifest.json').write_text(
+      json.dumps({'role': 'all', 'tasks': {'path': str(pool)}})
+  )
   with open(workdir / 'rollouts-0.jsonl', 'w') as f:
     for obj in rollouts:
       f.write(json.dumps(obj) + '\n')
-  scores = ((1.0, 1.0, 1.0), (0.2, 0.0, 0.5), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
   for g, pair in (('q1@d0', (0, 1)), ('q2@d0', (2, 3))):
     group = {
         'group_id': g, 'task_id': rollouts[pair[0]]['task_id'], 'dispatch_batch': 0,

@@ -19,13 +19,13 @@ rolled back to that version; lost work items are enqueued again.
 
 import dataclasses
 import os
+import pathlib
 import time
 from typing import Any, Callable
 
 from absl import logging
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from search_agent.model import maxtext_model
@@ -41,6 +41,11 @@ from search_agent.train.rl import replay_queue
 from search_agent.train.rl import scheduler as sched_lib
 from search_agent.train.rl import task_pool
 from search_agent.train.rl import weight_sync
+
+
+def done_path(workdir: str) -> str:
+  """Written when the learner reached max_updates (rollout workers stop)."""
+  return os.path.join(workdir, 'learner', 'done.json')
 
 
 class StallError(TimeoutError):
@@ -159,6 +164,7 @@ class LearnerLoop:
     else:
       self.sched = sched_lib.Scheduler(self.cfg.scheduler)
     self.start_version = self.version
+    pathlib.Path(done_path(self.workdir)).unlink(missing_ok=True)
     self.weights.publish(self.params, self.version)
     self.metrics = metrics_lib.RLMetricsWriter(
         self.workdir, self.cfg.max_updates, self.version
@@ -257,6 +263,9 @@ class LearnerLoop:
     while self.version < self.cfg.max_updates:
       self._one_update()
     self.metrics.close()
+    learner_state.StateFile(done_path(self.workdir)).write(
+        {'version': self.version}
+    )
     return self.version
 
   def _one_update(self) -> None:
@@ -312,36 +321,17 @@ class LearnerLoop:
     self.version = self.sched.version
     for g in used:
       self.passes.pop(g, None)
-    m = jax.device_get(m)
-    wall = time.monotonic() - t0
-    ages = np.asarray(m['age_hist']).astype(int).tolist()
-    gen_tokens = sum(
-        int(np.sum(np.asarray(t.tokens.loss_mask)))
-        for g in groups
-        for t in g.trajectories
+    record = metrics_lib.update_record(
+        version=self.version,
+        groups=groups,
+        used=used,
+        dropped=dropped,
+        sums=jax.device_get(m),
+        grad_norm=float(gnorm),
+        busy_s=busy,
+        wall_s=time.monotonic() - t0,
+        max_token_age=self.cfg.loss.max_token_age,
     )
-    record = {
-        'update': self.version,
-        'policy_version': self.version,
-        **metrics_lib.group_summary(groups),
-        'groups_used': len(used),
-        'groups_dropped': len(dropped),
-        'loss': float(m['loss']),
-        'eligible_tokens': float(m['eligible_tokens']),
-        'icepop_mask_rate': float(m['icepop_mask_rate']),
-        'logprob_gap': float(m['logprob_gap']),
-        'logprob_abs_gap': float(m['logprob_abs_gap']),
-        'token_age_hist': ages,
-        'tokens_past_age_limit': int(
-            sum(ages[self.cfg.loss.max_token_age + 1 :])
-        ),
-        'grad_norm': float(gnorm),
-        'update_seconds': wall,
-        'learner_busy_seconds': busy,
-        'learner_utilization': busy / wall if wall > 0 else 0.0,
-        'tokens_per_s': gen_tokens / wall if wall > 0 else 0.0,
-        'time': time.time(),
-    }
     # Metrics before the checkpoint: a resume rolls metrics.jsonl back to
     # the checkpoint's version, so no update is listed twice or lost.
     self.metrics.write(record)

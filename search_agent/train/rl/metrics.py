@@ -10,6 +10,7 @@ from version s the file is rolled back to updates <= s (shared with SFT).
 
 import json
 import os
+import time
 from typing import Any, Mapping, Sequence
 
 from absl import logging
@@ -42,6 +43,47 @@ def group_summary(groups: Sequence[Any]) -> dict[str, float]:
       'group_seconds_p50': float(np.median(secs)) if secs else 0.0,
       'group_seconds_max': float(np.max(secs)) if secs else 0.0,
   }
+
+
+def update_record(
+    *,
+    version,
+    groups,
+    used,
+    dropped,
+    sums,
+    grad_norm,
+    busy_s,
+    wall_s,
+    max_token_age,
+) -> dict[str, Any]:
+  """The metrics.jsonl object of one update (`sums`: loss.finalize's)."""
+  ages = np.asarray(sums['age_hist']).astype(int).tolist()
+  gen_tokens = sum(
+      int(np.sum(np.asarray(t.tokens.loss_mask)))
+      for g in groups
+      for t in g.trajectories
+  )
+  return {
+      'update': version,
+      'policy_version': version,
+      **group_summary(groups),
+      'groups_used': len(used),
+      'groups_dropped': len(dropped),
+      'loss': float(sums['loss']),
+      'eligible_tokens': float(sums['eligible_tokens']),
+      'icepop_mask_rate': float(sums['icepop_mask_rate']),
+      'logprob_gap': float(sums['logprob_gap']),
+      'logprob_abs_gap': float(sums['logprob_abs_gap']),
+      'token_age_hist': ages,
+      'tokens_past_age_limit': int(sum(ages[max_token_age + 1 :])),
+      'grad_norm': grad_norm,
+      'update_seconds': wall_s,
+      'learner_busy_seconds': busy_s,
+      'learner_utilization': busy_s / wall_s if wall_s > 0 else 0.0,
+      'tokens_per_s': gen_tokens / wall_s if wall_s > 0 else 0.0,
+      'time': time.time(),
+  }  # fmt: skip
 
 
 class RLMetricsWriter:

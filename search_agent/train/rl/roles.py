@@ -145,19 +145,32 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
       engine.close()
 
 
-async def _serve(worker, stop: threading.Event, weights_timeout_s: float):
+async def _serve(
+    worker, stop: threading.Event, weights_timeout_s: float, workdir: str
+):
+  """Serves until `stop`, or until the learner says it is done."""
+
+  async def watch():
+    while not stop.is_set():
+      if os.path.exists(loop_lib.done_path(workdir)):
+        logging.info('the learner is done; the rollout worker stops')
+        stop.set()
+      await asyncio.sleep(1.0)
+
+  watcher = asyncio.create_task(watch())
   await asyncio.to_thread(
       worker.synced.wait_for_weights, weights_timeout_s, time.sleep
   )
   await worker.serve(stop)
+  watcher.cancel()
 
 
 def run_rollout(c, workdir: str, stop: threading.Event | None = None) -> None:
-  """Serves groups until `stop` (forever as its own process)."""
+  """Serves groups until `stop` or the learner's done file (then exits)."""
   stop = stop or threading.Event()
   with rollout_worker_for(c, workdir, jax.devices()) as worker:
     write_manifest(c, workdir, 'rollout', {'judge': worker.scorer.manifest})
-    asyncio.run(_serve(worker, stop, c.learner.stall_timeout_s))
+    asyncio.run(_serve(worker, stop, c.learner.stall_timeout_s, workdir))
 
 
 def _after(c, workdir: str) -> None:
@@ -182,7 +195,7 @@ def run_all(c, workdir: str) -> int:
 
     def serve():
       try:
-        asyncio.run(_serve(worker, stop, c.learner.stall_timeout_s))
+        asyncio.run(_serve(worker, stop, c.learner.stall_timeout_s, workdir))
       except BaseException as e:  # pylint: disable=broad-exception-caught
         failure.append(e)  # re-raised in the learner's thread
 

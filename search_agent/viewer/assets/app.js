@@ -74,6 +74,7 @@ function renderHeader(st) {
     h('h1', {}, 'search_agent viewer'), h('span', { class: 'muted' }, V.index.workdir),
     h('label', {}, 'run ', sel),
     h('a', { href: '#run=' + st.run }, 'list'),
+    V.index.source === 'server' ? h('a', { id: 'reload', href: '?reload=1' + location.hash }, 'reload from disk') : '',
     V.index.runs.length > 1 ? h('a', { id: 'compare-runs-link', href: '#compare=' + st.run + ',' + ((+st.run + 1) % V.index.runs.length) }, 'compare runs') : '');
 }
 
@@ -246,9 +247,21 @@ async function render() {
   }
 }
 
+function onKey(e) {
+  // j / k: next / previous item, u: back to the list (not while typing).
+  if (e.target.closest && e.target.closest('input, select, textarea')) return;
+  const st = parseHash();
+  if (st.t === undefined || st.compare !== undefined) return;
+  const run = +(st.run || 0), t = +st.t, n = V.index.runs[run].n;
+  if (e.key === 'j' && t + 1 < n) go({ run, t: t + 1 });
+  else if (e.key === 'k' && t > 0) go({ run, t: t - 1 });
+  else if (e.key === 'u') go({ run });
+}
+
 async function start() {
   V.index = await loadIndex();
   window.addEventListener('hashchange', () => render().catch(() => {}));
+  document.addEventListener('keydown', onKey);
   await render();
   window.__viewerReady = performance.now();
 }

@@ -134,6 +134,7 @@ function trajectoryView(d, runName) {
       d.error ? h('pre', { class: 'why' }, d.error) : null),
     gradePanel(d), rewardPanel(d), filterPanel(d), tokensPanel(d),
     d.task && d.task.evidence && d.task.evidence.length ? h('p', { class: 'muted' }, 'task evidence: ' + d.task.evidence.join(' · ')) : null,
+    d.task_graph ? graphPanel(d.task_graph, 'Evidence graph (blue: pages this trajectory saw)') : null,
     h('h3', {}, `Steps (${d.steps.length} messages)`), h('div', { class: 'steps' }, timeline(d)),
     d.mas ? masPanel(d.mas) : null);
 }
@@ -145,6 +146,12 @@ function masPanel(m) {
     m.searchers.map((s, k) => h('details', { class: 'step searcher', id: 'searcher-' + k },
       h('summary', {}, `searcher ${k + 1}: ${s.status}, answer ${s.final_answer ?? '(none)'}, ${s.steps.length} messages`),
       h('div', { class: 'step-body' }, timeline(s)))));
+}
+
+function graphPanel(svg, title) {
+  const wrap = h('div', { class: 'panel graph-wrap', id: 'graph' }, h('h3', {}, title));
+  wrap.insertAdjacentHTML('beforeend', svg);
+  return wrap;
 }
 
 function taskView(d, runName) {
@@ -188,8 +195,8 @@ async function renderItem(run, i, st) {
   if (d.type === 'group') return groupView(d, name);
   const others = otherRuns(run, d);
   const bar = h('div', { class: 'toolbar' }, h('a', { href: '#run=' + run }, '← back to the list'),
-    i > 0 ? h('a', { href: `#run=${run}&t=${i - 1}` }, '‹ previous') : null,
-    i + 1 < V.index.runs[run].n ? h('a', { href: `#run=${run}&t=${i + 1}`, id: 'next-item' }, 'next ›') : null,
+    i > 0 ? h('a', { href: `#run=${run}&t=${i - 1}`, title: 'key k' }, '‹ previous') : null,
+    i + 1 < V.index.runs[run].n ? h('a', { href: `#run=${run}&t=${i + 1}`, id: 'next-item', title: 'key j' }, 'next ›') : null,
     others.length ? h('label', {}, 'compare with ', h('select', { id: 'compare-select', onchange: (e) => go({ run, t: i, vs: e.target.value }) },
       h('option', { value: '' }, '—'), others.map(([k, row]) => h('option', { value: k + ':' + row.i, selected: st.vs === k + ':' + row.i }, V.index.runs[k].id)))) : null);
   if (!st.vs) return h('div', {}, bar, trajectoryView(d, name));

@@ -2,7 +2,7 @@
 
 import pytest
 
-from search_agent.train.rl import loop_benchmark
+from search_agent.train.rl import schedule_comparison as loop_benchmark
 
 
 def _m(t, busy, trajs=8, ages=(8, 0)):
