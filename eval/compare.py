@@ -7,6 +7,7 @@ writes DIR/compare.md (table), compare.json and compare.png (plot).
 """
 
 import pathlib
+import sys
 
 from absl import app
 from absl import flags
@@ -22,8 +23,14 @@ flags.mark_flags_as_required(['runs', 'out'])
 def main(argv):
   del argv
   out = pathlib.Path(_OUT.value)
-  comparison.compare(_RUNS.value, _NAMES.value, out)
+  summary = comparison.compare(_RUNS.value, _NAMES.value, out)
   print((out / 'compare.md').read_text())
+  for w in summary['warnings']:
+    print(f'eval.compare: WARNING: {w}', file=sys.stderr)
+  print(
+      f'eval.compare: paired {summary["paired"]["questions"]} questions',
+      file=sys.stderr,
+  )
 
 
 if __name__ == '__main__':

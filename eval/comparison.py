@@ -1,10 +1,15 @@
 """Compares two eval runs (e.g. CM on vs off): a table and a plot.
 
-The table lists each run's pass@1 with its Wilson interval, grading counts,
+The table lists each run's pass@1 (strict: a judge failure counts wrong)
+with its Wilson interval, the judge-error-excluded pass@1, grading counts,
 tool use, statuses, budgets hit, calibration error and the harness settings
 that differ (mode, context policy, limits, judge). On the questions graded in
 both runs it adds the paired outcome counts and the exact McNemar test
-(two-sided binomial test of the discordant pairs, p = 0.5).
+(two-sided binomial test of the discordant pairs, p = 0.5), and says how
+many questions were paired. It warns (in the table, compare.json and on
+stderr) when the runs share no or few (< half the smaller run's) graded
+questions, or when their grader identities (benchmark grader, template
+hash, judge model) differ.
 """
 
 import json
@@ -69,12 +74,18 @@ def table(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
   (sa, ma), (sb, mb) = [
       (r['report']['summary'], r['report']['manifest']) for r in runs
   ]
-  ci = lambda s: f'{_pct(s["ci"]["low"])} – {_pct(s["ci"]["high"])}'
+
+  def ci(s):
+    c = s.get('ci_strict', s['ci'])
+    return f'{_pct(c["low"])} – {_pct(c["high"])}'
+
   lines = [
       f'| metric | {names[0]} | {names[1]} | Δ (B − A) |',
       '|---|---|---|---|',
-      _row('pass@1', sa['pass_at_1'], sb['pass_at_1'], _pct, True),
+      _row('pass@1', _strict(sa), _strict(sb), _pct, True),
       _row('95% CI (Wilson)', ci(sa), ci(sb)),
+      _row('pass@1, judge errors excluded', sa['pass_at_1'], sb['pass_at_1'],
+           _pct, True),
       _row('graded / questions', f'{sa["graded"]}/{sa["questions"]}',
            f'{sb["graded"]}/{sb["questions"]}'),
       _row('judge errors', sa['judge_errors'], sb['judge_errors']),
@@ -101,14 +112,43 @@ def table(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
       _row('judge', ma['judge']['method'], mb['judge']['method']),
   ]  # fmt: skip
   p = paired(runs[0]['records'], runs[1]['records'])
+  lines += ['']
+  lines += [f'WARNING: {w}' for w in warnings(runs, p)]
   lines += [
-      '',
       f'Paired on {p["questions"]} questions graded in both: both correct'
       f' {p["both_correct"]}, only {names[0]} {p["only_a"]}, only'
       f' {names[1]} {p["only_b"]}, neither {p["neither"]}; exact McNemar'
       f' p = {p["mcnemar_p"]:.3g}.',
   ]
   return '\n'.join(lines) + '\n'
+
+
+def _strict(s: Mapping[str, Any]) -> float | None:
+  return s.get('pass_at_1_strict', s['pass_at_1'])
+
+
+def warnings(
+    runs: Sequence[Mapping[str, Any]], p: Mapping[str, Any]
+) -> list[str]:
+  """What makes the two runs hard to compare: few shared questions, or
+  answers graded differently."""
+  out = []
+  sizes = [len(r['records']) for r in runs]
+  if p['questions'] == 0:
+    out.append(
+        f'the runs share no graded question ({sizes[0]} and {sizes[1]}'
+        ' questions): the paired test is empty'
+    )
+  elif p['questions'] < 0.5 * min(sizes):
+    out.append(
+        f'only {p["questions"]} questions are graded in both runs (of'
+        f' {sizes[0]} and {sizes[1]}): the pass@1 figures are over different'
+        ' questions'
+    )
+  graders = [r['report']['manifest']['judge'].get('identity') for r in runs]
+  if graders[0] != graders[1]:
+    out.append(f'graded differently: {graders[0]} vs {graders[1]}')
+  return out
 
 
 def _limits(m: Mapping[str, Any]) -> str:
@@ -159,8 +199,12 @@ def compare(
       'pass_at_1': {
           n: r['report']['summary']['pass_at_1'] for n, r in zip(names, runs)
       },
+      'pass_at_1_strict': {
+          n: _strict(r['report']['summary']) for n, r in zip(names, runs)
+      },
       'paired': paired(runs[0]['records'], runs[1]['records']),
   }
+  summary['warnings'] = warnings(runs, summary['paired'])
   (out / 'compare.json').write_text(json.dumps(summary, indent=2))
   plot(runs, names, out / 'compare.png')
   return summary

@@ -1,4 +1,8 @@
-"""Grading: the official BrowseComp grader template, or exact match.
+"""Grading: each benchmark's official grader (graders.py), or exact match.
+
+The protocol comes from the dataset format (`GraderConfig.resolve`):
+BrowseComp's below; BrowseComp-Plus's template and parser; xbench's exact
+match first, then its Chinese judge prompt (see graders.py).
 
 The judge gets `browsecomp_grader.txt` (openai/simple-evals, verbatim) with the
 question, the agent's final reply and the reference answer, and answers in
@@ -23,6 +27,7 @@ import asyncio
 import dataclasses
 import re
 
+from eval import graders
 from search_agent.agent import task as task_lib
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
@@ -38,6 +43,10 @@ _JSON_VERDICT = re.compile(r'"correct"\s*:\s*"(yes|no)"', re.IGNORECASE)
 _CONFIDENCE = re.compile(
     rf'confidence{_MARKUP}:{_MARKUP}(\d+(?:\.\d+)?)\s*%?', re.IGNORECASE
 )
+_CONFIDENCE_LINE = re.compile(
+    rf'^[\s>*_#`"\'-]*confidence{_MARKUP}:{_MARKUP}(\d+(?:\.\d+)?)',
+    re.IGNORECASE | re.MULTILINE,
+)
 _EXTRACTED = re.compile(
     r'extracted_final_answer[\s*_]*:[\s*_]*(.*)', re.IGNORECASE
 )
@@ -52,18 +61,39 @@ class GraderConfig:
   """How answers are graded.
 
   Attributes:
-    template: Grader prompt file (the official BrowseComp template).
+    protocol: The benchmark's grading protocol (graders.PROTOCOLS); ''
+      = the dataset format's own (`resolve`).
+    template: Grader prompt file; '' = the protocol's official template.
     max_attempts: Judge attempts per question (failures retried).
     backoff_s: Wait before retry i is backoff_s * 2**(i-1).
     max_tokens: Generation budget of one judge call.
     temperature: Judge sampling temperature.
+    top_p: Judge nucleus sampling.
   """
 
-  template: str = 'browsecomp_grader.txt'
+  protocol: str = ''
+  template: str = ''
   max_attempts: int = 3
   backoff_s: float = 1.0
   max_tokens: int = 4_096
   temperature: float = 0.0
+  top_p: float = 1.0
+
+  def __post_init__(self):
+    if self.protocol and self.protocol not in graders.PROTOCOLS:
+      raise ValueError(
+          f'grader protocol {self.protocol!r} is not one of'
+          f' {graders.PROTOCOLS}'
+      )
+
+  def resolve(self, dataset_format: str) -> 'GraderConfig':
+    """This config with the protocol and template filled in."""
+    protocol_name = self.protocol or graders.for_format(dataset_format)
+    return dataclasses.replace(
+        self,
+        protocol=protocol_name,
+        template=self.template or graders.TEMPLATES[protocol_name],
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -114,9 +144,24 @@ def parse_verdict(text: str) -> bool:
   return match.group(1).lower() == 'yes'
 
 
+def _parse(protocol_name: str, reply: str) -> tuple[bool, str | None]:
+  """(verdict, extracted answer) of a judge reply under a protocol."""
+  if protocol_name == 'xbench':
+    return graders.parse_xbench(reply)
+  if protocol_name == 'browsecomp_plus':
+    return graders.parse_browsecomp_plus(reply), parse_extracted(reply)
+  return parse_verdict(reply), parse_extracted(reply)
+
+
 def parse_confidence(text: str) -> float | None:
-  match = _CONFIDENCE.search(text)
-  return min(100.0, float(match.group(1))) if match else None
+  """The judge's final `confidence:` line (percent, capped at 100).
+
+  The last line that starts with the field wins (a judge may quote the
+  response's own "Confidence: 90%" in its reasoning first); failing that,
+  the last `confidence: N` anywhere.
+  """
+  matches = _CONFIDENCE_LINE.findall(text) or _CONFIDENCE.findall(text)
+  return min(100.0, float(matches[-1])) if matches else None
 
 
 def parse_extracted(text: str) -> str | None:
@@ -140,6 +185,10 @@ async def grade(
   """
   if prediction is None or not prediction.strip():
     return Grade(correct=False, method=no_answer_method)
+  config = config.resolve('')
+  if judge is not None and config.protocol == 'xbench':
+    if graders.xbench_exact(response, prediction, task.answer):
+      return Grade(correct=True, method='exact_match_first')
   if judge is None:
     return Grade(
         correct=answer_match.exact_match(prediction, task.answer, task.aliases),
@@ -150,7 +199,9 @@ async def grade(
       question=task.question, response=response, correct_answer=task.answer
   )
   params = protocol.SamplingParams(
-      temperature=config.temperature, max_tokens=config.max_tokens
+      temperature=config.temperature,
+      top_p=config.top_p,
+      max_tokens=config.max_tokens,
   )
   errors = []
   reply = None
@@ -162,10 +213,11 @@ async def grade(
           [{'role': 'user', 'content': text}], params
       )
       reply = _after_reasoning(completion.text)
+      correct, extracted = _parse(config.protocol, reply)
       return Grade(
-          correct=parse_verdict(reply),
+          correct=correct,
           method='judge',
-          extracted_answer=parse_extracted(reply),
+          extracted_answer=extracted,
           confidence=parse_confidence(reply),
           judge_response=reply,
           attempts=attempt,

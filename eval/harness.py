@@ -1,26 +1,33 @@
 """The eval behind `python -m eval.run`: run, grade, report.
 
-1. Every question not yet in `trajectories.jsonl` (or whose run failed)
-   runs as a single ReAct agent or as the MAS, `concurrency` at a time
-   (crashes become 'failed' trajectories; an interrupted eval resumes).
-2. Every trajectory without a result, or whose judge failed before, is
-   graded (`grading.py`) and appended to `results.jsonl`.
+1. Every rollout (question x repeat) not yet in `trajectories.jsonl` (or
+   whose run failed) runs as a single ReAct agent or as the MAS,
+   `concurrency` at a time (crashes become 'failed' trajectories; an
+   interrupted eval resumes), and is graded as soon as it ends
+   (`rollouts.py`, with progress lines).
+2. Every other trajectory without a result, or whose judge failed before,
+   is graded (`grading.py`) and appended to `results.jsonl`.
 3. `report.json`, `report.md` and `manifest.json` are written from the
-   latest result per question (metrics in `metrics.py`).
+   latest result per rollout (metrics in `metrics.py`); `summary.failures`
+   says whether more than `max_failed_share` of the rollouts failed, which
+   `eval.run` turns into a non-zero exit.
 """
 
-import asyncio
 import dataclasses
 import os
 import pathlib
 from typing import Any, Callable, Mapping
 
+from eval import browsecomp_plus
 from eval import datasets
+from eval import doc_ids
+from eval import failures
 from eval import grading
 from eval import manifest as manifest_lib
 from eval import metrics
 from eval import report as report_lib
 from eval import results
+from eval import rollouts
 from search_agent.agent import budgets
 from search_agent.agent import mas as mas_lib
 from search_agent.agent import react
@@ -51,6 +58,11 @@ class EvalConfig:
       tokenizer (bundled with maxtext), anything else a tokenizer.json path.
     regrade: Grade every trajectory again (e.g. with another judge); the
       new records supersede the old ones.
+    repeats: Rollouts per question (ids '<task>#0' .. '#N-1'): avg@N and
+      pass@N.
+    max_failed_share: More failed rollouts than this share of all of them
+      fails the eval (no new rollouts start; `eval.run` exits non-zero).
+    progress_every_s: Seconds between progress log lines.
   """
 
   dataset: datasets.DatasetConfig
@@ -62,12 +74,21 @@ class EvalConfig:
   concurrency: int = 8
   tokenizer: str = ''
   regrade: bool = False
+  repeats: int = 1
+  max_failed_share: float = 0.1
+  progress_every_s: float = 10.0
 
   def __post_init__(self):
     if self.mode not in MODES:
       raise ValueError(f'eval mode {self.mode!r} is not one of {MODES}')
     if self.concurrency < 1:
       raise ValueError(f'concurrency must be >= 1, got {self.concurrency}')
+    if self.repeats < 1:
+      raise ValueError(f'repeats must be >= 1, got {self.repeats}')
+    if not 0.0 <= self.max_failed_share <= 1.0:
+      raise ValueError(
+          f'max_failed_share must be in [0, 1], got {self.max_failed_share}'
+      )
 
 
 async def evaluate(
@@ -92,22 +113,41 @@ async def evaluate(
   """
   out = pathlib.Path(workdir)
   out.mkdir(parents=True, exist_ok=True)
+  config = dataclasses.replace(
+      config, grader=config.grader.resolve(config.dataset.format)
+  )
   tasks = datasets.load(config.dataset)
   by_id = {t.id: t for t in tasks}
   tool_schemas = toolbox_factory(tasks[0]).schemas()
   run_one, prompts = _runner(config, policy, toolbox_factory, tool_schemas)
   traj_path = out / results.TRAJECTORIES
-  await runner.run_all(
-      tasks,
+  done = results.finished_ids(traj_path)
+  jobs = [
+      (t, runner.trajectory_id(t, r))
+      for t in tasks
+      for r in range(config.repeats)
+      if runner.trajectory_id(t, r) not in done
+  ]
+  grader = rollouts.Grader(config, by_id, judge, out)
+  outcome = await rollouts.run_and_grade(
+      jobs,
       run_one,
+      grader.grade,
       traj_path,
-      max_concurrency=config.concurrency,
+      total=len(tasks) * config.repeats,
+      concurrency=config.concurrency,
       write=lambda p, t: results.write_trajectory(p, t, by_id[t.task_id]),
-      done=results.finished_ids(traj_path),
+      max_failed_share=config.max_failed_share,
+      progress_every_s=config.progress_every_s,
   )
-  judge_attempts = await grade_all(config, by_id, judge, out)
+  await rollouts.grade_all(config, by_id, grader, out, skip=outcome.graded)
   latest = results.read_records(out / results.RESULTS)
-  records = [r for r in latest.values() if r['task_id'] in by_id]
+  records = [
+      r
+      for r in latest.values()
+      if r['task_id'] in by_id
+      and metrics.repeat_index(r['traj_id']) < config.repeats
+  ]
   manifest = manifest_lib.build(
       dataset=config.dataset,
       questions=len(tasks),
@@ -127,10 +167,15 @@ async def evaluate(
   manifest['retries'] = {
       'policy_http_attempts': getattr(policy, 'attempts', None),
       'judge_http_attempts': getattr(judge, 'attempts', None),
-      'judge_attempts_this_run': judge_attempts,
+      'judge_attempts_this_run': grader.attempts,
   }
-  report = {'summary': metrics.summarize(records), 'manifest': manifest}
+  summary = metrics.summarize(records)
+  summary['failures'] = _failures(config, records, len(tasks), describe)
+  summary['failures']['not_started'] = outcome.not_started
+  report = {'summary': summary, 'manifest': manifest}
   report_lib.write(out, report)
+  if config.dataset.format == 'browsecomp_plus':
+    _browsecomp_plus_files(out, by_id, records, manifest)
   for llm in (policy, judge):
     if hasattr(llm, 'aclose'):
       await llm.aclose()  # the HTTP connections of this event loop
@@ -153,27 +198,41 @@ def _runner(config, policy, toolbox_factory, tool_schemas):
     prompts.update(mas.prompt_hashes)
 
     async def run_mas(task, traj_id):
-      return await mas.run(
+      boxes = []
+
+      def make():
+        boxes.append(doc_ids.RecordingToolbox(toolbox_factory(task)))
+        return boxes[-1]
+
+      traj = await mas.run(
           traj_id=traj_id,
           task_id=task.id,
           question=task.question,
           system_prompt=system_text,
-          toolbox_factory=lambda: toolbox_factory(task),
+          toolbox_factory=make,
       )
+      return _with_doc_ids(traj, [c for b in boxes for c in b.calls])
 
     return run_mas, prompts
 
   async def run_single(task, traj_id):
-    return await agent.run(
+    toolbox = doc_ids.RecordingToolbox(toolbox_factory(task))
+    traj = await agent.run(
         traj_id=traj_id,
         task_id=task.id,
         question=task.question,
         system_prompt=system_text,
-        toolbox=toolbox_factory(task),
+        toolbox=toolbox,
         meta={'dataset': config.dataset.name},
     )
+    return _with_doc_ids(traj, toolbox.calls)
 
   return run_single, prompts
+
+
+def _with_doc_ids(traj, calls):
+  """The trajectory with the doc ids of its tool calls (`doc_ids.py`)."""
+  return dataclasses.replace(traj, meta={**traj.meta, 'doc_ids': calls})
 
 
 def counter(config: EvalConfig) -> budgets.TokenCounter:
@@ -186,46 +245,51 @@ def counter(config: EvalConfig) -> budgets.TokenCounter:
   return budgets.TokenizerCounter(tokenizer_lib.load_tokenizer(path))
 
 
-async def grade_all(
-    config: EvalConfig,
-    tasks: Mapping[str, task_lib.Task],
-    judge: protocol.LLM | None,
-    out: pathlib.Path,
-) -> int:
-  """Grades trajectories that lack a result or whose judge failed."""
-  latest = results.read_records(out / results.RESULTS)
+def _browsecomp_plus_files(out, tasks, records, manifest) -> None:
+  """runs/, evaluation_summary.json, detailed_judge_results.csv."""
+  policy = manifest['policy_llm']
+  toolbox = manifest['tools']['toolbox']
+  browsecomp_plus.write(
+      out,
+      results.latest_trajectories(out / results.TRAJECTORIES, tasks),
+      records,
+      tasks,
+      model=policy.get('openai', {}).get('model') or policy.get('name', ''),
+      retriever=(
+          f'search_agent fused BM25 views + RRF ({toolbox.get("backend")},'
+          f' {toolbox.get("toolset", "default")} tools)'
+      ),
+      max_tokens=manifest['limits']['max_output_tokens'],
+  )
 
-  def stale(t) -> bool:
-    rec = latest.get(t.id)
-    return (
-        config.regrade
-        or rec is None
-        or rec['correct'] is None
-        or rec['status'] != t.status  # the run was redone
-    )
 
-  trajs = results.latest_trajectories(out / results.TRAJECTORIES, tasks)
-  todo = [t for t in trajs if t.task_id in tasks and stale(t)]
-  semaphore = asyncio.Semaphore(config.concurrency)
-  attempts = 0
-
-  async def one(traj):
-    nonlocal attempts
-    task = tasks[traj.task_id]
-    async with semaphore:
-      grade = await grading.grade(
-          task,
-          results.final_reply(traj),
-          traj.final_answer,
-          judge,
-          config.grader,
-          no_answer_method=(
-              'run_failed' if traj.status == 'failed' else 'no_answer'
-          ),
-      )
-    attempts += grade.attempts
-    rec = results.record(task, traj, grade, config.dataset.name)
-    results.append_record(out / results.RESULTS, rec)
-
-  await asyncio.gather(*(one(t) for t in todo))
-  return attempts
+def _failures(config, records, questions, describe) -> dict[str, Any]:
+  """summary.failures: failed rollouts, their kinds, and the verdict."""
+  total = questions * config.repeats
+  f = failures.summarize(
+      [r.get('run_error_kind') for r in records if r['status'] == 'failed'],
+      total,
+      describe.get('policy') or {},
+  )
+  share = config.max_failed_share
+  j = failures.summarize(
+      [r.get('judge_error_kind') for r in records if r['correct'] is None],
+      total,
+      describe.get('judge') or {},
+      subject='judge calls',
+      role='judge',
+  )
+  judge_too_many = failures.too_many(j.failed, total, share)
+  message = f.message() if f.failed else None
+  if judge_too_many and not failures.too_many(f.failed, total, share):
+    message = j.message()  # the run failure, when both, comes first
+  return {
+      'failed': f.failed,
+      'rollouts': total,
+      'kinds': dict(f.kinds),
+      'max_failed_share': share,
+      'too_many': failures.too_many(f.failed, total, share) or judge_too_many,
+      'message': message,
+      'judge_errors': j.failed,
+      'judge_kinds': dict(j.kinds),
+  }

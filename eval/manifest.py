@@ -13,6 +13,7 @@ import hashlib
 import pathlib
 from typing import Any, Mapping
 
+from eval import graders
 from search_agent.llm.prompts import prompt as prompt_lib
 
 
@@ -64,6 +65,22 @@ def prompt_hashes(*names: str) -> dict[str, str]:
   return {n: prompt_lib.load(n).sha256 for n in names}
 
 
+def grader_identity(
+    grader: Any, judge: Mapping[str, Any] | None, template_sha256: str
+) -> str:
+  """What decides a grade besides the answer, as one comparable string:
+  the benchmark's grading protocol, template hash and judge model (or
+  exact match)."""
+  if not judge:
+    return f'{getattr(grader, "protocol", "") or "default"}/exact_match'
+  model = judge.get('openai', {}).get('model') or judge.get('name') or '?'
+  return (
+      f'{getattr(grader, "protocol", "") or "default"}/'
+      f'{grader.template}@{template_sha256[:12]}/{model}'
+      f'/T={grader.temperature}'
+  )
+
+
 def build(
     *,
     dataset: Any,
@@ -82,6 +99,7 @@ def build(
 ) -> dict[str, Any]:
   """The manifest dict (JSON-serializable)."""
   template = prompt_lib.load(grader.template)
+  method = 'judge' if judge else 'exact_match'
   return {
       'created': datetime.datetime.now(datetime.timezone.utc).isoformat(),
       'code_version': code_version(),
@@ -95,10 +113,14 @@ def build(
       'policy_llm': dict(policy),
       'judge': {
           'llm': dict(judge) if judge else None,
-          'method': 'judge' if judge else 'exact_match',
+          'method': method,
           'template': grader.template,
           'template_sha256': template.sha256,
           'grader': dataclasses.asdict(grader),
+          'identity': grader_identity(grader, judge, template.sha256),
+          'benchmark_grader': (
+              graders.identity(grader.protocol) if grader.protocol else None
+          ),
       },
       'tools': {
           'names': [s.get('function', s)['name'] for s in tool_schemas],

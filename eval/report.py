@@ -22,26 +22,48 @@ def _grading(judge: Mapping[str, Any]) -> str:
     return 'exact match (rewards/answer_match.py)'
   llm = judge.get('llm') or {}
   name = llm.get('name') or llm.get('openai', {}).get('model') or 'judge'
-  return f'{name} with {judge["template"]} ({judge["template_sha256"][:12]})'
+  out = f'{name} with {judge["template"]} ({judge["template_sha256"][:12]})'
+  if judge.get('benchmark_grader'):
+    out += f'; protocol: {judge["benchmark_grader"]}'
+  return out
 
 
 def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
   """A human-readable report (no question or answer text)."""
   ci = summary['ci']
+  cis = summary.get('ci_strict', ci)
   tools = summary['tools']
   cal = summary['calibration']
+  rms = summary.get('calibration_rms') or {'error': None, 'n': 0}
+  reps = summary.get('repeats') or {'n': 1}
+  rollouts = summary.get('rollouts', summary['questions'])
   ctx = manifest['context_policy']
+  ev = summary.get('evidence') or {
+      'questions_with_evidence': 0,
+      'recall': None,
+      'citation': {'coverage': None, 'precision': None, 'recall': None},
+  }
   lines = [
       f'# Eval: {manifest["dataset"]["name"]} ({manifest["mode"]})',
       '',
       '| metric | value |',
       '|---|---|',
-      f'| pass@1 | {_pct(summary["pass_at_1"])} '
-      f'({summary["correct"]}/{summary["graded"]}) |',
-      f'| 95% CI (Wilson) | {_pct(ci["low"])} – {_pct(ci["high"])} |',
-      f'| pass@1, judge errors as wrong |'
-      f' {_pct(summary["pass_at_1_strict"])} |',
-      f'| questions / graded / judge errors | {summary["questions"]} / '
+      f'| pass@1 (headline: a judge failure counts wrong) |'
+      f' {_pct(summary["pass_at_1_strict"])}'
+      f' ({summary["correct"]}/{rollouts}) |',
+      f'| 95% CI (Wilson) | {_pct(cis["low"])} – {_pct(cis["high"])} |',
+      f'| pass@1, judge errors excluded | {_pct(summary["pass_at_1"])} '
+      f'({summary["correct"]}/{summary["graded"]}), CI {_pct(ci["low"])} –'
+      f' {_pct(ci["high"])} |',
+  ]
+  if reps['n'] > 1:
+    lines.append(
+        f'| avg@{reps["n"]} / pass@{reps["n"]} | {_pct(reps["avg_at_n"])} /'
+        f' {_pct(reps["pass_at_n"])} |'
+    )
+  lines += [
+      f'| questions / rollouts / graded / judge errors |'
+      f' {summary["questions"]} / {rollouts} / '
       f'{summary["graded"]} / {summary["judge_errors"]} |',
       f'| tool calls per question (mean / median / max) | '
       f'{tools["calls_mean"]:.2f} / {tools["calls_median"]} / '
@@ -52,8 +74,10 @@ def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
       f' {summary["leakage_flagged"]} |',
       f'| statuses | {summary["statuses"]} |',
       f'| budgets hit | {summary["budgets_hit"]} |',
-      f'| calibration error (ECE, {cal["n"]} answers) | '
+      f'| calibration error, 10-bin L1 ECE ({cal["n"]} answers) | '
       f'{_pct(cal["ece"])} |',
+      f'| calibration error, RMS over bins of 100 as HLE/BrowseComp-Plus'
+      f' ({rms["n"]} answers; needs 100) | {_pct(rms["error"])} |',
       f'| context policy | {ctx["policy"]} |',
       f'| peak prompt tokens (mean / max), resets | '
       f'{_num(summary["context"]["peak_prompt_tokens_mean"])} / '
@@ -62,6 +86,12 @@ def markdown(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
       f'| limits | steps {manifest["limits"]["max_steps"]}, output '
       f'{manifest["limits"]["max_output_tokens"]}, context '
       f'{manifest["limits"]["context_limit"]} |',
+      f'| evidence recall of searched docs ({ev["questions_with_evidence"]}'
+      f' rollouts with evidence) | {_pct(ev["recall"])} |',
+      f'| [docid] citations: replies citing / precision / recall |'
+      f' {_pct(ev["citation"]["coverage"])} /'
+      f' {_pct(ev["citation"]["precision"])} /'
+      f' {_pct(ev["citation"]["recall"])} |',
       f'| grading | {_grading(manifest["judge"])} |',
       f'| tools | {", ".join(manifest["tools"]["names"])} |',
       '',

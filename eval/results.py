@@ -15,6 +15,9 @@ Files in the workdir:
     or judge text (`redacted: true`), only numbers and labels; their
     `judge_error` and `run_error` keep only the exception names (a judge
     reply or a server's error body can quote the question or the answer).
+    Every record has `run_error_kind` and `judge_error_kind` (class and
+    transport cause, e.g. `LLMError: HTTP 500`, `LLMError: ConnectError`:
+    never a secret, so kept for encrypted benchmarks too).
     Every record carries `leaked_urls`: the leakage guard's post-hoc check
     of its tool traffic (iris.md: blocked benchmark pages, even URLs the
     model wrote from memory).
@@ -27,6 +30,9 @@ import re
 from typing import Any, Iterator, Mapping
 
 from eval import decryption
+from eval import doc_ids
+from eval import evidence
+from eval import failures
 from eval import grading
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
@@ -129,6 +135,13 @@ def final_reply(traj: trajectory.Trajectory) -> str:
   return f'Exact Answer: {traj.final_answer}' if traj.final_answer else ''
 
 
+def _judge_error_kind(text: str | None) -> str | None:
+  """The kind of the judge's last failed attempt ('LLMError: HTTP 503')."""
+  if not text:
+    return None
+  return failures.error_kind(re.split(r'attempt \d+: ', text)[-1])
+
+
 def _redacted_error(text: str | None, kind: str) -> str | None:
   """An error of an encrypted task without its message: names only."""
   if not text:
@@ -170,6 +183,8 @@ def record(
       'judge_attempts': grade.attempts,
       'judge_error': grade.error,
       'run_error': traj.error[:500] if traj.error else None,
+      'run_error_kind': failures.error_kind(traj.error),
+      'judge_error_kind': _judge_error_kind(grade.error),
       'seconds': traj.timings.get('total'),
       'context_policy': traj.meta.get('context', {}).get('policy'),
       'context_resets': len(traj.meta.get('context', {}).get('events', ())),
@@ -178,6 +193,7 @@ def record(
       ),
       'mas_fallback': traj.meta.get('mas', {}).get('fallback'),
   }
+  out.update(_evidence(task, traj))
   turns = list(traj.messages)
   for searcher in searchers:
     turns += trajectory.Trajectory.from_json(searcher).messages
@@ -195,6 +211,31 @@ def record(
         judge_response=grade.judge_response,
     )
   return out
+
+
+def _evidence(task: task_lib.Task, traj: trajectory.Trajectory) -> dict:
+  """Retrieved doc ids, evidence recall and citations of one rollout.
+
+  Doc ids are not benchmark text (BrowseComp-Plus publishes its qrels in
+  the clear), so they are kept for encrypted benchmarks too.
+  """
+  calls = traj.meta.get('doc_ids', ())
+  searched = doc_ids.retrieved(
+      c for c in calls if 'search' in c['tool'] or 'retrieval' in c['tool']
+  )
+  cited = evidence.citations(final_reply(traj))
+  cite = evidence.citation_metrics(cited, task.evidence)
+  return {
+      'retrieved_doc_ids': searched,
+      'read_doc_ids': doc_ids.retrieved(
+          c for c in calls if c['tool'] not in ('search',)
+      ),
+      'evidence_count': len(task.evidence),
+      'evidence_recall': evidence.recall(searched, task.evidence),
+      'cited_doc_ids': cited,
+      'citation_precision': cite['precision'],
+      'citation_recall': cite['recall'],
+  }
 
 
 def append_record(path: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:

@@ -1,13 +1,21 @@
 r"""Evaluates an agent on a benchmark: run, grade, report.
 
-  python -m eval.run --config=tpu_configs/eval.py[:mas|no_cm|xbench|tiny] \
+  python -m eval.run --config=tpu_configs/eval.py[:VARIANT[,VARIANT]] \
       --workdir=DIR [--config.field=value ...]
 
+(variants: mas, no_cm, xbench, browsecomp_plus, tiny; e.g. `:xbench,mas`)
 writes DIR/{trajectories.jsonl, results.jsonl, report.json, report.md,
-manifest.json}; rerunning with the same workdir resumes (finished questions
+manifest.json} (BrowseComp-Plus also runs/run_<query_id>.json,
+evaluation_summary.json, detailed_judge_results.csv); rerunning with the same workdir resumes (finished questions
 are skipped, failed runs are run again, judge errors are re-graded;
 --config.regrade=True grades everything again, e.g. with another judge).
 Compare two runs with `python -m eval.compare`.
+
+Progress lines go to the log (stderr) while it runs; the last stdout line is
+the summary as JSON. When more than `max_failed_share` of the rollouts fail
+(an unreachable or failing policy endpoint), it exits non-zero with one line:
+how many failed, the error kinds (`LLMError: ConnectError`, `LLMError: HTTP
+500`), the endpoint and what to check.
 """
 
 import asyncio
@@ -17,33 +25,60 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from eval import cli
+from eval import datasets
 from eval import harness
 from eval import settings
+from search_agent.model import quiet_logs
+from search_agent.search import backend
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Eval config (tpu_configs/eval.py).', lock_config=True
 )
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 flags.mark_flags_as_required(['config', 'workdir'])
+# The line printed last (JSON): `pass_at_1` keeps its old meaning (judge
+# errors left out); `pass_at_1_strict` is the headline (judge errors wrong).
+_PRINTED = (
+    'headline', 'pass_at_1_strict', 'ci_strict', 'pass_at_1', 'ci', 'questions',
+    'rollouts', 'graded',
+    'judge_errors', 'statuses', 'repeats', 'failures',
+)  # fmt: skip
 
 
 def main(argv):
   del argv
-  c = _CONFIG.value
+  quiet_logs.install()
+  try:
+    report = _evaluate(_CONFIG.value, _WORKDIR.value)
+  except (
+      settings.EvalSetupError,
+      datasets.DatasetError,
+      backend.BackendError,
+  ) as e:
+    raise SystemExit(f'eval.run: {e}') from e
+  s = report['summary']
+  print(json.dumps({k: s[k] for k in _PRINTED if k in s}))
+  if s['failures']['too_many']:
+    raise SystemExit(f'eval.run failed: {s["failures"]["message"]}')
+
+
+def _evaluate(c, workdir: str):
+  """Builds the LLMs and the toolbox, runs the eval; returns the report."""
   config = settings.eval_config(c)
   policy, policy_manifest = settings.llm(c.policy, c.sampler)
   judge, judge_manifest = settings.llm(c.judge)
   aux, _ = settings.llm(c.aux)
   if policy is None:
     raise settings.EvalSetupError('policy.kind cannot be none')
-  with settings.toolbox_factory(c.search, aux) as toolbox_factory:
+  with settings.toolbox_factory(c.search, aux, workdir) as toolbox_factory:
     report = asyncio.run(
         harness.evaluate(
             config,
             policy=policy,
             judge=judge,
             toolbox_factory=toolbox_factory,
-            workdir=_WORKDIR.value,
+            workdir=workdir,
             describe={
                 'policy': policy_manifest,
                 'judge': judge_manifest,
@@ -51,10 +86,8 @@ def main(argv):
             },
         )
     )
-  s = report['summary']
-  keys = ('pass_at_1', 'ci', 'questions', 'graded', 'judge_errors', 'statuses')
-  print(json.dumps({k: s[k] for k in keys}))
+  return report
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

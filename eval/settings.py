@@ -3,27 +3,33 @@ LLMs and the toolbox factory (tpu_configs/eval.py documents every field)."""
 
 import contextlib
 import dataclasses
+import os
+import pathlib
 from typing import Any, Iterator, Mapping
+
+from absl import logging
 
 from eval import datasets
 from eval import grading
 from eval import harness
+from eval import toolboxes
 from search_agent.agent import budgets
 from search_agent.agent import managed_context
 from search_agent.agent import mas
 from search_agent.agent import react
 from search_agent.agent import task as task_lib
+from search_agent.corpus import sources
 from search_agent.llm import protocol
 from search_agent.llm import registry
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import client as client_lib
 from search_agent.search import reranker as reranker_lib
+from search_agent.search import tantivy_build
+from search_agent.search import tantivy_index
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 
-
-class EvalSetupError(ValueError):
-  """The eval config is incomplete or inconsistent."""
+EvalSetupError = toolboxes.EvalSetupError
 
 
 def _dict(section: Any) -> dict[str, Any]:
@@ -58,6 +64,9 @@ def eval_config(c: Any) -> harness.EvalConfig:
       concurrency=c.concurrency,
       tokenizer=c.tokenizer,
       regrade=c.regrade,
+      repeats=c.repeats,
+      max_failed_share=c.max_failed_share,
+      progress_every_s=c.progress_every_s,
   )
 
 
@@ -103,58 +112,4 @@ def llm(
   return registry.build(config), config.manifest()
 
 
-@contextlib.contextmanager
-def toolbox_factory(
-    search: Mapping[str, Any], aux: protocol.LLM | None
-) -> Iterator[harness.ToolboxFactory]:
-  """Opens the search backend; yields task -> fresh Toolbox; closes it."""
-  search = _dict(search)
-  if bool(search['index_dir']) == bool(search['url']):
-    raise EvalSetupError(
-        'set exactly one of search.index_dir (a tantivy index from'
-        ' `python -m index.build`) or search.url (an `index.serve` service)'
-    )
-  if search['rerank'] and aux is None:
-    raise EvalSetupError(
-        'search.rerank needs an auxiliary LLM: set aux.kind (openai) or turn'
-        ' rerank off'
-    )
-  config = tools_lib.ToolboxConfig(
-      tools=tuple(search['tools']),
-      top_k=search['top_k'],
-      rerank=reranker_lib.RerankConfig(enabled=bool(search['rerank'])),
-  )
-  engine = None
-  if search['index_dir']:
-    engine = tantivy_engine(search['index_dir'])
-    backend = engine
-  else:
-    backend = client_lib.HttpSearch(search['url'])
-
-  def make(task: task_lib.Task) -> tools_lib.Toolbox:
-    return tools_lib.Toolbox(
-        backend,
-        config=config,
-        summarizer=aux,
-        reranker_llm=aux if search['rerank'] else None,
-        context=task.question,
-    )
-
-  prompts = []  # the prompts the toolbox sends to the auxiliary LLM
-  if aux is not None and 'visit' in config.tools:
-    prompts.append(config.visit.prompt)
-  if search['rerank']:
-    prompts.append(config.rerank.prompt)
-  make.manifest = {
-      **dataclasses.asdict(config),
-      'prompt_sha256': {p: prompt_lib.load(p).sha256 for p in prompts},
-      'backend': 'tantivy' if engine else 'http',
-      'index_dir': search['index_dir'],
-      'url': search['url'],
-      'aux_llm': getattr(aux, 'name', None),
-  }
-  try:
-    yield make
-  finally:
-    if engine is not None:
-      engine.close()
+toolbox_factory = toolboxes.toolbox_factory

@@ -23,6 +23,7 @@ from search_agent.corpus.sources import read_corpus
 from search_agent.search import calibration
 from search_agent.search import service
 from search_agent.search import trec
+from search_agent.search.backend import BackendError
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Calibrate config (tpu_configs/search/calibrate.py).',
@@ -61,7 +62,14 @@ def main(argv):
   del argv
   c, workdir = _CONFIG.value, pathlib.Path(_WORKDIR.value)
   workdir.mkdir(parents=True, exist_ok=True)
-  engine = service.open_engine(c, workdir)
+  try:
+    engine = service.open_engine(c, workdir)
+  except BackendError as e:  # a fresh workdir: say which index and how
+    raise SystemExit(
+        f'index.calibrate: {e}; to build it: python -m index.build'
+        f' --config=tpu_configs/search/build.py --workdir={workdir} (or pass'
+        ' --config.build_if_missing=True, or --config.index_dir=IDX)'
+    ) from e
   try:
     topics, qrels = _topics_and_qrels(c, workdir)
     run, rejected = calibration.run_topics(

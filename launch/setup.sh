@@ -15,6 +15,24 @@ find_python() {
   return 1
 }
 
+# Headless browser for the viewer's browser tests (tests/eval/test_view_browser.py).
+install_chromium() {
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: chromium/chromedriver missing and not root with apt-get: skipping" \
+         "(the viewer's browser tests will skip; install Debian's chromium and chromium-driver)" >&2
+    return 0
+  fi
+  echo "setup: installing Debian's chromium and chromium-driver"
+  if ! { apt-get update -q >/dev/null &&
+         DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; }; then
+    echo "setup: apt-get could not install chromium (the viewer's browser tests will skip)" >&2
+  fi
+}
+install_chromium
+
 stamp=.venv/.requirements.sha256
 want=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then

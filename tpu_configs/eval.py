@@ -5,17 +5,23 @@
       --config.policy.openai.base_url=http://HOST:8000/v1 \
       --config.policy.openai.model=MODEL --config.search.index_dir=IDX
 
-Variants (`--config=tpu_configs/eval.py:<arg>`):
+Variants (`--config=tpu_configs/eval.py:<arg>`; combine them with commas,
+e.g. `:xbench,mas`, `:tiny,no_cm`):
   * '' (default): BrowseComp CSV, single agent, recipe budgets, discard-all
     context management (iris.md's default), OpenAI-compatible policy and
     judge endpoints.
   * 'mas': the same with two searchers and a verifier (open-recipe.md).
   * 'no_cm': the same without context management (iris.md reports both).
-  * 'xbench': xbench-DeepSearch-2505 from ../shared/data/benchmarks.
+  * 'xbench': xbench-DeepSearch-2505 from ../shared/data/benchmarks,
+    graded by its Chinese judge prompt, 5 repeats (avg@5, pass@5).
+  * 'browsecomp_plus': BrowseComp-Plus (dataset.path: its decrypted
+    queries JSONL) with its tools (search k=5 with 512-token snippets,
+    get_document), judge template, evidence qrels (bundled) and its output
+    files (runs/, evaluation_summary.json, detailed_judge_results.csv).
   * 'tiny': four demo questions over the bundled 2Wiki corpus, a scripted
-    policy and exact-match grading: a CPU pulse of the whole harness (build
-    the index first: python -m index.build
-    --config=tpu_configs/search/build.py:tiny --workdir=IDX).
+    policy and exact-match grading: a CPU pulse of the whole harness; with
+    no search.index_dir it indexes the first 500 bundled documents into
+    <workdir>/index on first use.
 """
 
 import pathlib
@@ -23,6 +29,7 @@ import pathlib
 import ml_collections
 
 _REPO = pathlib.Path(__file__).resolve().parents[1]
+_BENCHMARKS = _REPO.parent / 'shared/data/benchmarks'
 
 
 def _openai(model: str = '') -> dict:
@@ -37,6 +44,7 @@ def _openai(model: str = '') -> dict:
       logprobs=False,
       return_token_ids=False,
       tool_role='tool',
+      extra_body={},  # merged into every request body
   )
 
 
@@ -87,6 +95,16 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       tools=('search', 'visit'),  # SearchMaster-style: search, open, find
       top_k=10,
       rerank=False,  # the seed's LLM reranker (needs aux)
+      # 'default' (our tools above) or 'browsecomp_plus': its own search
+      # (top_k hits, snippet = the first snippet_max_tokens tokens of the
+      # document by snippet_tokenizer, '' = words) and get_document.
+      toolset='default',
+      snippet_max_tokens=512,
+      snippet_tokenizer='qwen3',
+      include_get_document=True,
+      # > 0 with index_dir and url empty: index the first N bundled 2Wiki
+      # documents into <workdir>/index when no index is there (tiny).
+      build_if_missing=0,
   )
   c.agent = dict(
       max_steps=500,  # open-recipe.md: up to 500 agent steps
@@ -107,7 +125,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       summary_max_tokens=4_096,
   )
   c.mas = dict(searchers=2, attempt_max_chars=12_000)
-  c.grader = dict(max_attempts=3, backoff_s=2.0, max_tokens=4_096)
+  # protocol '' = the benchmark's own (eval/graders.py: browsecomp,
+  # browsecomp_plus, xbench); template '' = that protocol's official one.
+  c.grader = dict(
+      protocol='', template='', max_attempts=3, backoff_s=2.0,
+      max_tokens=4_096, temperature=0.0, top_p=1.0,
+  )  # fmt: skip
   c.system_prompt = 'agent_system.md'
   # Prompt-token counting for the context limit: '' = characters / 3 (safe
   # side), 'qwen3' = Qwen3's tokenizer, or a tokenizer.json path.
@@ -116,7 +139,19 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # judge); otherwise only new ones and judge errors are graded.
   c.regrade = False
   c.concurrency = 32  # questions in flight (the MAS runs 3 agents each)
+  c.repeats = 1  # rollouts per question: avg@N and pass@N (xbench: 5)
+  # More failed rollouts (endpoint down, crashes) than this share of all of
+  # them fails the eval: no new rollout starts, exit status 1.
+  c.max_failed_share = 0.1
+  c.progress_every_s = 10.0  # seconds between progress log lines
 
+  for variant in (arg or '').split(','):
+    _apply(c, variant.strip())
+  return c
+
+
+def _apply(c: ml_collections.ConfigDict, arg: str) -> None:
+  """Applies one variant to `c` (variants combine: 'xbench,mas')."""
   if arg == 'mas':
     c.mode = 'mas'
   elif arg == 'no_cm':
@@ -125,10 +160,28 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.dataset.update(
         name='xbench-deepsearch-2505',
         format='xbench',
-        path=str(
-            _REPO.parent / 'shared/data/benchmarks/xbench-DeepSearch-2505.csv'
-        ),
+        path=str(_BENCHMARKS / 'xbench-DeepSearch-2505.csv'),
     )
+    c.repeats = 5  # xbench_evals.py --n-repeats default: avg@5, pass@5
+  elif arg == 'browsecomp_plus':
+    # The decrypted queries (BrowseComp-Plus decrypt_dataset.py) or the
+    # encrypted JSONL with its canary; the corpus indexed with
+    # index.build --config.corpus.kind=browsecomp_plus.
+    c.dataset.update(
+        name='browsecomp-plus',
+        format='browsecomp_plus',
+        path='browsecomp_plus_decrypted.jsonl',
+        qrels_path=str(_BENCHMARKS / 'browsecomp-plus-qrel_evidence.txt'),
+    )
+    c.search.update(toolset='browsecomp_plus', top_k=5)
+    # Its judge sampling (evaluate_run.py: Qwen3-32B, temperature 0.7,
+    # top-p 0.8, top-k 20, thinking off, 4,096 tokens).
+    c.grader.update(temperature=0.7, top_p=0.8, max_tokens=4_096)
+    c.judge.openai.extra_body = {
+        'top_k': 20,
+        'chat_template_kwargs': {'enable_thinking': False},
+    }
+    c.system_prompt = str(_REPO / 'eval/data/browsecomp_plus_system.md')
   elif arg == 'tiny':
     c.dataset.update(
         name='2wiki-demo',
@@ -151,6 +204,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.agent.update(max_steps=4, context_limit=32_768, max_output_tokens=1_024)
     c.agent.min_output_tokens = 256
     c.concurrency = 2
+    # The bundled 2Wiki corpus's first 500 documents, indexed into
+    # <workdir>/index on first use (as index.build's tiny config).
+    c.search.build_if_missing = 500
   elif arg:
-    raise ValueError(f'unknown eval variant {arg!r}: mas, no_cm, xbench, tiny')
-  return c
+    raise ValueError(
+        f'unknown eval variant {arg!r}: mas, no_cm, xbench, browsecomp_plus,'
+        ' tiny (combine'
+        ' them with commas: tiny,no_cm)'
+    )

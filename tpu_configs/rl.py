@@ -6,7 +6,19 @@ with KL 0.001) or :searchmaster,tiny. Every value below is from open-recipe.md u
 comment says otherwise.
 """
 
+import os
+
 import ml_collections
+
+from search_agent.model import families
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TINY_TASKS = os.path.join(
+    _REPO, 'search_agent', 'train', 'rl', 'data', 'tiny_tasks.jsonl'
+)
+_CORPUS = os.path.join(
+    _REPO, 'search_agent', 'corpus', 'data', '2wikimultihopqa_corpus.json'
+)
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -52,6 +64,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           start_after_ready=8,
           dispatch_batch_groups=32,
           admission_window=8,
+          synchronous=False,  # the on-policy baseline (benchmarks)
+          oversample=0.0,  # synchronous only: Iris's over-sampling
       )
   )
   # Rollouts (the agent issue consumes these).
@@ -93,6 +107,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           seed=0,
       )
   )
+  _add_run_fields(c)
   variants = set(arg.split(',')) if arg else set()
   unknown = variants - {'tiny', 'searchmaster'}
   if unknown:
@@ -120,4 +135,138 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             training_nodes=1,
         )
     )
+    _tiny_run(c)
   return c
+
+
+def _add_run_fields(c: ml_collections.ConfigDict) -> None:
+  """The fields of the RL binary (search_agent/train/rl/run.py)."""
+  c.max_updates = 50  # 50 x 32 groups = the seed's 1,600 groups
+  # Tasks (agent/task.py JSONL): the synthesis output; tiny: the fixture.
+  c.tasks_path = '/data/rl/tasks.jsonl'
+  c.task_seed = 0
+  # The policy (model/families.py presets): qwen3.5 replays routing.
+  c.model = families.as_dict(families.model_preset('qwen3.5-35b-a3b'))
+  c.model.freeze_router = True  # the seed: router frozen during RL
+  # Where the weights come from: an SFT workdir (its latest checkpoint and
+  # <sft_workdir>/tokenizer), converted HF params, or random init.
+  c.init = ml_collections.ConfigDict(
+      dict(sft_workdir='', sft_step=-1, params_path='')
+  )
+  # tokenizer.json path ('' = train the tiny one on `corpus` into
+  # <workdir>/tokenizer, or take <init.sft_workdir>/tokenizer).
+  c.tokenizer = ml_collections.ConfigDict(
+      dict(path='', corpus=_CORPUS, chat_template='qwen3')
+  )
+  # The learner's mesh and update packing.
+  c.learner = ml_collections.ConfigDict(
+      dict(
+          layout='recipe_tp2_cp8_ep8',
+          devices=0,  # --role=all: the first N devices (0 = half)
+          seq_len=262_144,
+          microbatch_size=1,
+          dynamic_sampling=True,
+          checkpoint_every=1,
+          checkpoint_keep=3,
+          poll_s=0.5,
+          stall_timeout_s=3600.0,
+          lease_timeout_s=1800.0,
+      )
+  )
+  # The in-process sampler of each rollout worker (its own mesh).
+  c.sampler = ml_collections.ConfigDict(
+      dict(
+          layout='fsdp',
+          devices=0,  # --role=all: the last N devices (0 = the other half)
+          batch_size=16,
+          max_prompt_len=229_376,
+          max_new_tokens=32_768,
+      )
+  )
+  c.rollout.update(
+      dict(
+          worker_id='w0',
+          max_groups=8,  # groups a worker runs at once
+          max_attempts=3,  # tries of a failing group (judge, infra)
+          context_policy='sliding_window',  # shared with SFT
+          keep_observations=5,
+          min_output_tokens=1_024,
+          system_prompt='agent_system.md',
+          # Benchmarks only: injected per-group tool latency (0 = none).
+          latency_median_s=0.0,
+          latency_p99_s=0.0,
+      )
+  )
+  # Search: a tantivy index ('' = <workdir>/index over the bundled corpus,
+  # built when absent) or an index.serve URL.
+  c.search = ml_collections.ConfigDict(
+      dict(index_dir='', url='', tools=['search', 'visit'], top_k=10)
+  )
+  # Judges: 'llm' (answer + claim judges through llm/, below) or
+  # 'deterministic' (no LLM; named in the manifest).
+  c.judge = ml_collections.ConfigDict(
+      dict(
+          kind='llm',
+          llm=dict(
+              kind='openai',
+              name='',
+              openai=dict(base_url='http://127.0.0.1:8000/v1', model=''),
+          ),
+      )
+  )
+  # Step-0 parity: learner vs sampler logprobs before the first update.
+  c.parity = ml_collections.ConfigDict(
+      dict(max_abs_logprob_diff=0.05, require_routing=True)
+  )
+  c.weights = ml_collections.ConfigDict(dict(keep=3))  # versions kept
+  # SFT-RL climbing (Iris): after the run, pick one rollout per query in the
+  # pass band (filtering/climbing.py) into <workdir>/climbing/sft_train.jsonl
+  # for `python -m search_agent.train.sft --config.data.train_path=...`.
+  c.climbing = ml_collections.ConfigDict(
+      dict(enabled=False, min_pass=0.0, max_pass=1.0, min_tool_turns=2)
+  )
+
+
+def _tiny_run(c: ml_collections.ConfigDict) -> None:
+  """2 updates on a 2-core CPU in a few minutes (random-init tiny MoE)."""
+  c.max_updates = 2
+  c.tasks_path = _TINY_TASKS
+  c.model = families.as_dict(families.model_preset('tiny'))
+  c.model.update(dict(max_target_length=1_568, logits_chunk=224))
+  c.model.freeze_router = True
+  c.tokenizer.chat_template = 'chatml'
+  c.learner.update(
+      dict(
+          layout='fsdp',
+          devices=4,
+          seq_len=1_568,
+          microbatch_size=4,
+          # A random-init policy earns no reward: dropping every all-zero
+          # group would starve the learner, so tiny trains on them (zero
+          # advantages, zero policy gradient); the recipe drops them.
+          dynamic_sampling=False,
+          poll_s=0.05,
+          stall_timeout_s=600.0,
+          lease_timeout_s=300.0,
+      )
+  )
+  c.sampler.update(
+      dict(
+          devices=4,
+          batch_size=8,
+          max_prompt_len=1_536,
+          max_new_tokens=32,
+      )
+  )
+  c.rollout.update(
+      dict(
+          max_agent_steps=3,
+          max_tokens_per_call=32,
+          context_limit=1_568,
+          min_output_tokens=8,
+          max_groups=2,
+      )
+  )
+  c.search.top_k = 3
+  c.judge.kind = 'deterministic'
+  c.parity.max_abs_logprob_diff = 0.01

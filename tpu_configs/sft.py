@@ -6,7 +6,15 @@ packing, 64 trajectories per update with microbatch 1, distributed Muon
 0.1), lr 5e-5 peak / 1e-6 min, 51 warmup updates, cosine through update 507,
 TP=2 CP=8 EP=8, sequence packing and full activation recomputation. 'tiny'
 trains the tiny MoE on 190 of the 200 real WebDancer trajectories (10 held
-out) with a tokenizer trained on the bundled corpus, on a 2-core CPU.
+out) with a tokenizer trained on the bundled corpus, on a 2-core CPU, in
+8,192-token rows (long enough for 161 of the 190 final answers with their
+context; turns that do not fit are dropped and counted, never cut: see
+`python -m search_agent.train.sft.data_report`).
+
+'pretrain_tiny' pretrains the tiny MoE from scratch on the bundled 2Wiki
+corpus (next-token loss on every token, a fifth synthetic copy/recall
+sequences; `data.mode='pretrain'`); SFT then starts from it with
+`--config.init_from=<pretrain workdir>` (its parameters and tokenizer).
 """
 
 import os
@@ -17,18 +25,29 @@ from search_agent.model import families
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SHARED = os.path.join(os.path.dirname(_REPO), 'shared', 'data')
+VARIANTS = ('tiny', 'recipe', 'pretrain_tiny')
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   variant = arg or 'recipe'
-  if variant not in ('tiny', 'recipe'):
-    raise ValueError(f'sft config variant {variant!r}: use tiny or recipe')
+  if variant not in VARIANTS:
+    raise ValueError(f'sft config variant {variant!r}: use one of {VARIANTS}')
+  if variant == 'pretrain_tiny':
+    return _pretrain_tiny()
   tiny = variant == 'tiny'
   c = ml_collections.ConfigDict()
   # Model (search_agent.model.config.ModelConfig fields).
   c.model = families.as_dict(
       families.model_preset('tiny' if tiny else 'qwen3-30b-a3b')
   )
+  if tiny:
+    # WebDancer rows are ~7k tiny-BPE tokens (a ~3.5k-token observation):
+    # at 2048 no final answer turn fits with its context, at 8192 161 of 190
+    # do and 89% of supervised tokens are kept (data_report).
+    c.model.max_target_length = 8192
+    # Remat only the attention scores (projections and MLP dots saved): the
+    # tiny model's activations are small (search_agent.train.sft.benchmark).
+    c.model.remat_policy = 'minimal'
   # Parallel layout (search_agent.model.mesh.Parallelism fields).
   c.layout = families.as_dict(
       families.layout_preset('fsdp' if tiny else 'recipe_tp2_cp8_ep8')
@@ -72,10 +91,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           seq_len=c.model.max_target_length,
           micro_batch=1,
           # 64 trajectories per update, microbatch 1 (packed rows).
-          micro_steps=2 if tiny else 64,
+          micro_steps=1 if tiny else 64,
           num_packing_bins=4 if tiny else 16,
           seed=0,
           num_epochs=1,
+          # 'sft' (trajectories) or 'pretrain' (corpus text, every token).
+          mode='sft',
+          synthetic_fraction=0.0,
       )
   )
   c.checkpoint = ml_collections.ConfigDict(
@@ -93,4 +115,35 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.total_updates = 20 if tiny else 507
   # Validation NLL cadence (the recipe records four evaluations).
   c.eval_every = 10 if tiny else 127
+  # A pretraining workdir whose parameters (and tokenizer) start the run.
+  c.init_from = ''
+  return c
+
+
+def _pretrain_tiny() -> ml_collections.ConfigDict:
+  """The tiny MoE pretrained from scratch on the bundled corpus."""
+  c = get_config('tiny')
+  c.model.max_target_length = 2048
+  corpus = c.tokenizer_corpus
+  c.data.update(
+      dict(
+          mode='pretrain',
+          format='corpus',
+          train_path=corpus,
+          val_path=corpus,
+          # 6,119 documents: the last 119 are validation.
+          train_lines=(0, 6000),
+          val_lines=(6000, 6119),
+          seq_len=2048,
+          micro_steps=2,
+          num_packing_bins=8,
+          # A fifth of the sequences copy/recall names (pretrain_data).
+          synthetic_fraction=0.2,
+          num_epochs=None,
+      )
+  )
+  c.schedule.update(dict(warmup_steps=10, total_steps=200))
+  c.checkpoint.every = 50
+  c.total_updates = 200
+  c.eval_every = 50
   return c

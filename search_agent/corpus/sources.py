@@ -4,6 +4,7 @@ import dataclasses
 import itertools
 from typing import Iterator
 
+from search_agent.corpus import browsecomp_plus
 from search_agent.corpus import fineweb
 from search_agent.corpus import jsonl
 from search_agent.corpus import links
@@ -12,7 +13,13 @@ from search_agent.corpus import wikipedia
 from search_agent.corpus.errors import CorpusError
 from search_agent.corpus.record import Document
 
-KINDS = ('2wiki', 'jsonl', 'wikipedia_xml', 'fineweb_parquet')
+KINDS = (
+    '2wiki',
+    'jsonl',
+    'wikipedia_xml',
+    'fineweb_parquet',
+    'browsecomp_plus',
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -52,6 +59,8 @@ def _raw_documents(spec: CorpusSpec) -> Iterator[Document]:
     return jsonl.read_jsonl(spec.path)
   if spec.kind == 'wikipedia_xml':
     return wikipedia.read_wikipedia_xml(spec.path)
+  if spec.kind == 'browsecomp_plus':
+    return browsecomp_plus.read_browsecomp_plus(spec.path)
   return fineweb.read_fineweb_parquet(spec.path)
 
 

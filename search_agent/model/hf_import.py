@@ -16,6 +16,7 @@ parameters onto a built model's mesh.
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -30,7 +31,7 @@ from search_agent.model import families
 from search_agent.model import maxtext_model
 
 # HF config.json key -> MaxText key, per HF model_type.
-_DIMS = {
+DIMS = {
     'mixtral': {
         'hidden_size': 'base_emb_dim',
         'intermediate_size': 'base_moe_mlp_dim',
@@ -55,7 +56,32 @@ _DIMS = {
         'rms_norm_eps': 'normalization_layer_epsilon',
         'rope_theta': 'rope_max_timescale',
     },
+    # Qwen3.5 (hybrid gated-delta-net / attention MoE): sizes live under
+    # config.json's text_config (the Hub checkpoint is multimodal).
+    'qwen3_5_moe': {
+        'hidden_size': 'base_emb_dim',
+        'moe_intermediate_size': 'base_moe_mlp_dim',
+        'num_hidden_layers': 'base_num_decoder_layers',
+        'num_attention_heads': 'base_num_query_heads',
+        'num_key_value_heads': 'base_num_kv_heads',
+        'head_dim': 'head_dim',
+        'num_experts': 'num_experts',
+        'num_experts_per_tok': 'num_experts_per_tok',
+        'rms_norm_eps': 'normalization_layer_epsilon',
+        'rope_theta': 'rope_max_timescale',
+        'partial_rotary_factor': 'partial_rotary_factor',
+        'full_attention_interval': 'inhomogeneous_layer_cycle_interval',
+        'linear_conv_kernel_dim': 'gdn_conv_kernel_dim',
+        'linear_key_head_dim': 'gdn_key_head_dim',
+        'linear_value_head_dim': 'gdn_value_head_dim',
+        'linear_num_key_heads': 'gdn_num_key_heads',
+        'linear_num_value_heads': 'gdn_num_value_heads',
+    },
 }
+# HF model types whose sizes are under config.json's `text_config`.
+TEXT_CONFIG_TYPES = ('qwen3_5_moe',)
+# Model types whose MLP width is the expert width (no dense layers).
+_ALL_MOE = ('mixtral', 'qwen3_5_moe')
 
 
 class HFImportError(ValueError):
@@ -76,18 +102,20 @@ def model_config_for_hf(
   """`base` with its sizes taken from the HF config.json in `hf_dir`."""
   hf = read_hf_config(hf_dir)
   kind = hf.get('model_type')
-  if kind not in _DIMS:
+  if kind not in DIMS:
     raise HFImportError(
-        f'model_type {kind!r} is not supported; supported: {sorted(_DIMS)}'
+        f'model_type {kind!r} is not supported; supported: {sorted(DIMS)}'
     )
-  if 'rope_theta' not in hf and 'rope_parameters' in hf:
-    hf['rope_theta'] = hf['rope_parameters']['rope_theta']
+  src = dict(hf['text_config'] if kind in TEXT_CONFIG_TYPES else hf)
+  for key in ('rope_theta', 'partial_rotary_factor'):
+    if key not in src and key in (src.get('rope_parameters') or {}):
+      src[key] = src['rope_parameters'][key]
   dims = dict(base.dims)
-  dims.update({mt: hf[k] for k, mt in _DIMS[kind].items() if k in hf})
-  if kind == 'mixtral':
+  dims.update({mt: src[k] for k, mt in DIMS[kind].items() if k in src})
+  if kind in _ALL_MOE:
     dims['base_mlp_dim'] = dims['base_moe_mlp_dim']
   return dataclasses.replace(
-      base, dims=tuple(sorted(dims.items())), vocab_size=hf['vocab_size']
+      base, dims=tuple(sorted(dims.items())), vocab_size=src['vocab_size']
   )
 
 
@@ -149,10 +177,10 @@ def load_params(model: maxtext_model.Model, path: str) -> dict:
     keys = [str(getattr(k, 'key', k)) for k in keypath]
     if keys[:2] != ['decoder', 'layers']:
       return _get(flat, keys)
-    axis = list(names).index('layers')
-    n = like.shape[axis]
+    axis, layers = scanned_layers(keys, names, like.ndim, model.mt_config)
     per_layer = [
-        _get(flat, ['decoder', f'layers_{i}'] + keys[2:]) for i in range(n)
+        _get(flat, ['decoder', name, *rest])
+        for name, rest in layers(like.shape[axis])
     ]
     return np.stack([np.asarray(x) for x in per_layer], axis=axis)
 
@@ -168,6 +196,30 @@ def load_params(model: maxtext_model.Model, path: str) -> dict:
       model.params,
       shardings,
   )
+
+
+def scanned_layers(keys, names, ndim, mt_config):
+  """(layers axis, n -> [(unscanned layer name, rest of the path)]).
+
+  A scanned parameter `decoder/layers/X` stacks layer i at index i of its
+  `layers` axis; a hybrid block's `decoder/layers/layer_j/X` (Qwen3.5:
+  cycles of `inhomogeneous_layer_cycle_interval` layers) stacks layer
+  c * interval + j at index c. Parameters whose logical names do not name
+  every axis (Qwen3.5's gated-delta-net and norms) scan on MaxText's
+  `param_scan_axis`.
+  """
+  names = list(names)
+  if 'layers' in names and len(names) == ndim:
+    axis = names.index('layers')
+  else:
+    axis = mt_config.param_scan_axis
+  block = re.fullmatch(r'layer_(\d+)', keys[2]) if len(keys) > 3 else None
+  if block is None:
+    rest = keys[2:]
+    return axis, lambda n: [(f'layers_{i}', rest) for i in range(n)]
+  j, rest = int(block.group(1)), keys[3:]
+  every = mt_config.inhomogeneous_layer_cycle_interval
+  return axis, lambda n: [(f'layers_{c * every + j}', rest) for c in range(n)]
 
 
 def _get(tree, keys):

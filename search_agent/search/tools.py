@@ -205,6 +205,7 @@ class Toolbox:
       rows = [
           {
               'ref_id': self.ref_for(h.doc_id, h.title, h.url),
+              'doc_id': h.doc_id,
               'title': h.title,
               'url': h.url,
               'snippet': h.snippet,

@@ -72,5 +72,30 @@ class Checkpointer:
     )
     return out['state'], out['data']
 
+  def restore_params(self, step: int, like: Any) -> Any:
+    """Only the parameters of `step` (state['params']), shaped like `like`.
+
+    The optimizer state and data position are not read, so a run with another
+    optimizer or data can start from these parameters.
+    """
+    restore_args = jax.tree.map(
+        lambda x: ocp.ArrayRestoreArgs(
+            sharding=x.sharding, global_shape=x.shape, dtype=x.dtype
+        ),
+        like,
+    )
+    item = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
+    path = os.path.join(self._manager.directory, str(step), 'state')
+    with ocp.PyTreeCheckpointer() as reader:
+      out = reader.restore(
+          path,
+          args=ocp.args.PyTreeRestore(
+              item={'params': item},
+              restore_args={'params': restore_args},
+              partial_restore=True,
+          ),
+      )
+    return out['params']
+
   def close(self) -> None:
     self._manager.close()

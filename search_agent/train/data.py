@@ -4,9 +4,13 @@ Each trajectory passes through the context policy (`agent.context`: every
 assistant turn sees exactly the context the rollout policy showed it) and the
 token-exact renderer (`agent.renderer`), giving token ids and a loss mask.
 Sequences are shifted into (inputs, targets, loss_mask) with the mask taken
-on the target token, truncated to `seq_len`, first-fit packed into rows of
-`seq_len` with segment ids and positions (segment 0 is padding), and batched
-into one optimizer update: arrays [micro_steps, micro_batch, seq_len].
+on the target token, fitted to `seq_len` at whole supervised turns (a turn
+whose context does not fit is dropped and counted, never cut: `to_examples`,
+`Coverage`), first-fit packed into rows of `seq_len` with segment ids and
+positions (segment 0 is padding), and batched into one optimizer update:
+arrays [micro_steps, micro_batch, seq_len]. `packed_updates` and
+`packed_validation` do the packing for any random-access source and
+element -> examples function (the pretraining mode's corpus texts too).
 
 The iterator is a grain DatasetIterator: `get_state()` / `set_state()` make
 resume exact (the SFT checkpoint stores that state).
@@ -55,6 +59,10 @@ class DataConfig:
     train_lines: [start, stop) of the non-empty lines of train_path to use
       (stop 0 = to the end).
     val_lines: The same for val_path.
+    mode: 'sft' (trajectories: loss on assistant turns) or 'pretrain'
+      (`[{title, text}]` corpus JSON: loss on every token,
+      `train.sft.pretrain_data`).
+    synthetic_fraction: Pretrain: share of synthetic copy/recall sequences.
   """
 
   train_path: str
@@ -68,6 +76,8 @@ class DataConfig:
   num_packing_bins: int = 8
   seed: int = 0
   num_epochs: int | None = 1
+  mode: str = 'sft'
+  synthetic_fraction: float = 0.0
 
 
 class JsonlTrajectories:
@@ -125,34 +135,115 @@ def make_render_fn(
   return render
 
 
+def loss_runs(mask: Sequence[int]) -> list[tuple[int, int]]:
+  """[start, end) of each maximal run of supervised tokens (one per turn)."""
+  m = np.concatenate([[0], np.asarray(mask, np.int8) != 0, [0]]).astype(np.int8)
+  edges = np.flatnonzero(np.diff(m))
+  return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
+
+
+@dataclasses.dataclass
+class Coverage:
+  """How many supervised tokens and turns survive fitting to `seq_len`.
+
+  A turn is a maximal run of supervised tokens; the final turn is the last one
+  of a trajectory (its answer).
+  """
+
+  sequences: int = 0
+  supervised_tokens: int = 0
+  kept_tokens: int = 0
+  turns: int = 0
+  kept_turns: int = 0
+  final_turns: int = 0
+  kept_final_turns: int = 0
+
+  def add(self, other: 'Coverage') -> None:
+    for f in dataclasses.fields(self):
+      setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+  def as_dict(self) -> dict[str, float]:
+    out = dataclasses.asdict(self)
+    out['dropped_tokens'] = self.supervised_tokens - self.kept_tokens
+    out['dropped_turns'] = self.turns - self.kept_turns
+    out['supervised_token_coverage'] = self.kept_tokens / max(
+        self.supervised_tokens, 1
+    )
+    out['final_turn_coverage'] = self.kept_final_turns / max(
+        self.final_turns, 1
+    )
+    return out
+
+
 def to_examples(
-    sequences: Sequence[tuple[Any, Any]], seq_len: int
+    sequences: Sequence[tuple[Any, Any]],
+    seq_len: int,
+    coverage: Coverage | None = None,
 ) -> list[Example]:
-  """(token_ids, loss_mask) pairs -> shifted, truncated training examples.
+  """One trajectory's (token_ids, loss_mask) views -> shifted examples.
 
   inputs = ids[:-1], targets = ids[1:], loss_mask = mask[1:] (a target token
-  is supervised when the mask marks it). Sequences with no supervised target
+  is supervised when the mask marks it). Nothing is cut silently: each view
+  keeps its longest prefix that ends after a whole supervised turn and fits
+  `seq_len` targets (a real prefix: every kept token sees exactly its
+  rollout context); the turns after it, whose context does not fit, are
+  dropped and counted in `coverage`. Views with no supervised turn that fits
   are dropped.
+
+  Args:
+    sequences: The views of one trajectory, in order.
+    seq_len: Packed row length (targets per example).
+    coverage: Counts added here when given.
+
+  Returns:
+    The examples.
   """
   out = []
+  cov = Coverage()
+  final_kept = None
   for ids, mask in sequences:
-    ids = np.asarray(ids, np.int32)[: seq_len + 1]
-    mask = np.asarray(mask, np.int32)[: seq_len + 1]
-    if len(ids) < 2 or not mask[1:].any():
+    cov.sequences += 1
+    mask = np.array(mask, np.int32)
+    mask[:1] = 0  # the first token is never a target
+    runs = loss_runs(mask)
+    fit = [(s, e) for s, e in runs if e <= seq_len + 1]
+    cov.turns += len(runs)
+    cov.supervised_tokens += sum(e - s for s, e in runs)
+    if runs:
+      final_kept = bool(fit) and fit[-1] == runs[-1]
+    if not fit:
       continue
-    out.append({'inputs': ids[:-1], 'targets': ids[1:], 'loss_mask': mask[1:]})
+    cut = fit[-1][1]
+    cov.kept_turns += len(fit)
+    cov.kept_tokens += sum(e - s for s, e in fit)
+    ids = np.asarray(ids, np.int32)[:cut]
+    out.append(
+        {'inputs': ids[:-1], 'targets': ids[1:], 'loss_mask': mask[1:cut]}
+    )
+  if final_kept is not None:
+    cov.final_turns += 1
+    cov.kept_final_turns += int(final_kept)
+  if coverage is not None:
+    coverage.add(cov)
   return out
 
 
-class _Render(grain.experimental.FlatMapTransform):
+ExamplesFn = Callable[[Any], list[Example]]
 
-  def __init__(self, render_fn: RenderFn, seq_len: int, max_fan_out: int):
-    self._render = render_fn
-    self._seq_len = seq_len
+
+def sft_examples(render_fn: RenderFn, seq_len: int) -> ExamplesFn:
+  """Trajectory -> its fitted examples (`to_examples` of its views)."""
+  return lambda traj: to_examples(render_fn(traj), seq_len)
+
+
+class _Examples(grain.experimental.FlatMapTransform):
+
+  def __init__(self, examples_fn: ExamplesFn, max_fan_out: int):
+    self._fn = examples_fn
     self.max_fan_out = max_fan_out
 
   def flat_map(self, element):
-    return to_examples(self._render(element), self._seq_len)
+    return self._fn(element)
 
 
 def _stack(rows: Sequence[Example], cfg: DataConfig) -> Example:
@@ -170,23 +261,29 @@ def _stack(rows: Sequence[Example], cfg: DataConfig) -> Example:
   return batch
 
 
-def update_dataset(
-    path: str,
-    render_fn: RenderFn,
+def packed_updates(
+    source,
+    examples_fn: ExamplesFn,
     cfg: DataConfig,
     *,
     shuffle: bool = True,
     max_fan_out: int = 512,
 ) -> grain.IterDataset:
-  """The dataset of optimizer updates (dicts of [M, b, T] int32 arrays)."""
-  ds = grain.MapDataset.source(
-      JsonlTrajectories(path, cfg.train_lines, cfg.format)
-  )
+  """Updates (dicts of [M, b, T] int32 arrays) from any random-access source.
+
+  Args:
+    source: Elements by index (trajectories, corpus texts).
+    examples_fn: Element -> its training examples (each <= seq_len).
+    cfg: Shapes, seed and epochs.
+    shuffle: Shuffle the elements and the packing bins.
+    max_fan_out: The most examples one element may yield.
+  """
+  ds = grain.MapDataset.source(source)
   if shuffle:
     ds = ds.shuffle(seed=cfg.seed)
   ds = ds.repeat(cfg.num_epochs)
   it = grain.experimental.FlatMapIterDataset(
-      ds.to_iter_dataset(), _Render(render_fn, cfg.seq_len, max_fan_out)
+      ds.to_iter_dataset(), _Examples(examples_fn, max_fan_out)
   )
   lengths = {k: cfg.seq_len for k in FEATURES}
   packed = grain.experimental.FirstFitPackIterDataset(
@@ -200,12 +297,41 @@ def update_dataset(
   return packed.batch(rows, drop_remainder=True, batch_fn=_batch_fn(cfg))
 
 
+def update_dataset(
+    path: str,
+    render_fn: RenderFn,
+    cfg: DataConfig,
+    *,
+    shuffle: bool = True,
+    max_fan_out: int = 512,
+) -> grain.IterDataset:
+  """The dataset of SFT updates from a trajectory file (`packed_updates`)."""
+  return packed_updates(
+      JsonlTrajectories(path, cfg.train_lines, cfg.format),
+      sft_examples(render_fn, cfg.seq_len),
+      cfg,
+      shuffle=shuffle,
+      max_fan_out=max_fan_out,
+  )
+
+
 def _batch_fn(cfg: DataConfig):
   return lambda rows: _stack(rows, cfg)
 
 
 def validation_batches(
     path: str, render_fn: RenderFn, cfg: DataConfig
+) -> Iterator[Example]:
+  """SFT validation batches of a trajectory file (`packed_validation`)."""
+  return packed_validation(
+      JsonlTrajectories(path, cfg.val_lines, cfg.format),
+      sft_examples(render_fn, cfg.seq_len),
+      cfg,
+  )
+
+
+def packed_validation(
+    source, examples_fn: ExamplesFn, cfg: DataConfig
 ) -> Iterator[Example]:
   """One deterministic pass over validation data, as update-shaped batches.
 
@@ -214,10 +340,8 @@ def validation_batches(
   """
   rows_ds = grain.experimental.FirstFitPackIterDataset(
       grain.experimental.FlatMapIterDataset(
-          grain.MapDataset.source(
-              JsonlTrajectories(path, cfg.val_lines, cfg.format)
-          ).to_iter_dataset(),
-          _Render(render_fn, cfg.seq_len, 512),
+          grain.MapDataset.source(source).to_iter_dataset(),
+          _Examples(examples_fn, 512),
       ),
       length_struct={k: cfg.seq_len for k in FEATURES},
       num_packing_bins=cfg.num_packing_bins,

@@ -125,3 +125,22 @@ def test_a_reply_cut_inside_its_reasoning_is_a_failed_attempt():
   judge = scripted.ScriptedLLM([f'{musing}\n</think>\n\n{YES}'])
   g = asyncio.run(grading.grade(TASK, 'r', 'Paris', judge, FAST))
   assert g.correct is True and g.judge_response.strip() == YES
+
+
+def test_confidence_is_the_judges_final_line():
+  # The judge quotes the response's own confidence in its reasoning first.
+  reply = (
+      'extracted_final_answer: Queen Arwa University\n\n'
+      'reasoning: The response says "Confidence: 40%" but names the right'
+      ' university.\nconfidence: 40% stated in the response is low.\n\n'
+      'correct: yes\n\nconfidence: 99%'
+  )
+  assert grading.parse_confidence(reply) == 99.0
+  assert grading.parse_confidence('**confidence:** 85%\n') == 85.0
+  # BrowseComp-Plus's published eval record: "...correct: yes\nconfidence: 99%".
+  assert (
+      grading.parse_confidence(
+          'extracted_final_answer: ...\ncorrect: yes\nconfidence: 99%'
+      )
+      == 99.0
+  )

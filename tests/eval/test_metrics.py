@@ -91,3 +91,45 @@ def test_leakage_flags_are_counted():
       ]
   )
   assert s['leakage_flagged'] == 1
+
+
+def test_rms_calibration_as_hle_and_browsecomp_plus_compute_it():
+  # 250 answers sorted by confidence: bins [0, 100) and [100, 250) (the last
+  # takes the rest). Their loop stops before the last bin, so only the
+  # first counts: 100 answers at 30% confidence, half correct.
+  conf = [30.0] * 100 + [90.0] * 150
+  correct = [i % 2 == 0 for i in range(100)] + [False] * 150
+  recs = [
+      {'task_id': f't{i}', 'correct': y, 'confidence': c}
+      for i, (c, y) in enumerate(zip(conf, correct))
+  ]
+  rms = metrics.summarize(recs)['calibration_rms']
+  assert rms['n'] == 250 and rms['bin_size'] == 100
+  assert math.isclose(rms['error'], math.sqrt(100 / 250 * 0.2**2))
+  # Under 100 answers there is no figure; with 100-199 it is 0 (one bin).
+  assert metrics.calib_err_rms([0.5] * 99, [True] * 99) is None
+  assert metrics.calib_err_rms([0.5] * 150, [True] * 150) == 0.0
+  # The 10-bin L1 ECE stays beside it, labelled.
+  s = metrics.summarize(recs)
+  assert s['calibration']['method'].startswith('L1 ECE over 10')
+  assert math.isclose(
+      s['calibration']['ece'], 100 / 250 * 0.2 + 150 / 250 * 0.9
+  )
+
+
+def test_headline_is_strict_and_repeats_give_avg_and_pass_at_n():
+  recs = [
+      {'traj_id': 'a#0', 'task_id': 'a', 'correct': True},
+      {'traj_id': 'a#1', 'task_id': 'a', 'correct': False},
+      {'traj_id': 'b#0', 'task_id': 'b', 'correct': None},  # judge failed
+      {'traj_id': 'b#1', 'task_id': 'b', 'correct': False},
+  ]
+  s = metrics.summarize(recs)
+  assert s['headline'] == 'pass_at_1_strict'
+  assert s['pass_at_1_strict'] == 0.25  # 1 of 4 rollouts
+  assert s['pass_at_1'] == 1 / 3  # judge error left out (old meaning)
+  assert s['questions'] == 2 and s['rollouts'] == 4
+  assert math.isclose(s['ci_strict']['low'], metrics.wilson_interval(1, 4)[0])
+  r = s['repeats']
+  assert r['n'] == 2 and r['avg_at_n'] == 0.25 and r['pass_at_n'] == 0.5
+  assert r['per_repeat'] == [0.5, 0.0]

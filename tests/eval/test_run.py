@@ -77,7 +77,10 @@ def test_eval_run_pulse_and_resume(tmp_path, repo_root, tiny_index):
   assert manifest['dataset']['questions'] == 4
   assert len(manifest['code_version']) == 40
   report = (work / 'report.md').read_text()
-  assert '| pass@1 | 25.0% (1/4) |' in report
+  assert (
+      '| pass@1 (headline: a judge failure counts wrong) | 25.0% (1/4) |'
+      in report
+  )
   # Rerun: nothing left to run or grade; the files do not grow.
   again = _run(repo_root, work, tiny_index)
   assert again == summary
@@ -130,6 +133,8 @@ def test_compare_pulse(tmp_path, repo_root, tiny_index):
   md = (tmp_path / 'cmp' / 'compare.md').read_text()
   assert '| pass@1 | 25.0% | 25.0% | +0.0 pp |' in md
   assert '| context policy | discard_all | none |  |' in md
+  assert 'WARNING' not in md
+  assert 'eval.compare: paired 4 questions' in out.stderr
   png = (tmp_path / 'cmp' / 'compare.png').read_bytes()
   assert png[:8] == b'\x89PNG\r\n\x1a\n' and len(png) > 10_000
   paired = json.loads((tmp_path / 'cmp' / 'compare.json').read_text())

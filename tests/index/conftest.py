@@ -1,5 +1,7 @@
-"""Fixtures for the index binary tests: the search tests' OpenSearch node."""
+"""Fixtures for the index binary tests: the search tests' cluster nodes."""
 
+from tests.search.conftest import cluster
+from tests.search.conftest import elasticsearch_url
 from tests.search.conftest import opensearch_url
 
-__all__ = ['opensearch_url']
+__all__ = ['cluster', 'elasticsearch_url', 'opensearch_url']

@@ -5,7 +5,6 @@ import subprocess
 import sys
 import uuid
 
-import opensearchpy
 import pytest
 
 from search_agent.corpus import twowiki
@@ -13,7 +12,6 @@ from search_agent.corpus.manifest import BuildManifest
 from search_agent.corpus.passages import split_passages
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import es_backend
-from search_agent.search import es_client
 from search_agent.search.backend import BackendError
 from search_agent.search.builder import build_index
 from search_agent.search.engine import SearchEngine
@@ -74,10 +72,7 @@ def test_build_from_wikipedia_dump_keeps_its_links(tmp_path, shared_data):
   engine.close()
 
 
-@pytest.mark.opensearch
-def test_build_binary_pulse_into_opensearch(
-    tmp_path, repo_root, opensearch_url
-):
+def test_build_binary_pulse_into_a_cluster(tmp_path, repo_root, cluster):
   prefix = f'test-index-build-{uuid.uuid4().hex[:8]}'
   args = [
       sys.executable, '-m', 'index.build',
@@ -85,7 +80,8 @@ def test_build_binary_pulse_into_opensearch(
       f'--workdir={tmp_path}',
       '--config.backend=opensearch',
       '--config.corpus.max_docs=40',
-      f"--config.opensearch.cluster.hosts=('{opensearch_url}',)",
+      f'--config.opensearch.cluster.flavor={cluster.flavor}',
+      f"--config.opensearch.cluster.hosts=('{cluster.url}',)",
       f'--config.opensearch.index.prefix={prefix}',
   ]  # fmt: skip
   try:
@@ -96,23 +92,21 @@ def test_build_binary_pulse_into_opensearch(
     assert out.returncode == 0, out.stderr[-2000:]
     manifest = BuildManifest.read(tmp_path / 'index')
     reference = build_tantivy_index(CorpusSpec(max_docs=40), tmp_path / 'tv')
-    assert manifest.backend == 'opensearch'
+    assert manifest.backend == cluster.flavor
     assert manifest.corpus['index_prefix'] == prefix
     assert manifest.counts == reference.counts
     assert manifest.counts['doc'] == 40
     assert manifest.content_sha256 == reference.content_sha256
     assert manifest.config == reference.config
     config = es_backend.EsIndexConfig(
-        cluster=es_client.ClusterConfig(hosts=(opensearch_url,)),
+        cluster=cluster.config(),
         index_prefix=prefix,
     )
     engine = SearchEngine(es_backend.EsBackend(config))
     assert engine.search(['Teutberga'], 1)[0][0].doc_id == 'Teutberga'
     engine.close()
   finally:
-    opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
-        index=f'{prefix}-*'
-    )
+    cluster.delete_indices(prefix)
 
 
 def test_build_rejects_an_unknown_backend(tmp_path):

@@ -1,11 +1,14 @@
-"""Fixtures for the search tests: the bundled corpus index, OpenSearch.
+"""Fixtures for the search tests: the bundled corpus index, the clusters.
 
 `wiki_index`/`wiki_engine`: the bundled 2Wiki corpus indexed once per test
 session (tantivy, default build config, as `index.build` writes it).
 Tests marked `opensearch` use the node that `launch/opensearch.sh start`
-runs (`launch/run_tests.sh` starts it before pytest and stops it after).
+runs, tests marked `elasticsearch` the one `launch/elasticsearch.sh start`
+runs (`launch/run_tests.sh` starts both before pytest and stops them after).
+`cluster` runs a test once per flavor, each against its own real node.
 """
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -15,6 +18,7 @@ import urllib.request
 import pytest
 
 from search_agent.corpus.sources import CorpusSpec
+from search_agent.search import es_client
 from search_agent.search.engine import SearchEngine
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
@@ -39,12 +43,8 @@ def wiki_engine(wiki_index):
   engine.close()
 
 
-@pytest.fixture(scope='session')
-def opensearch_url() -> str:
-  """URL of a running node: $OPENSEARCH_URL, else 127.0.0.1 on the port
-  launch/opensearch.sh uses ($OPENSEARCH_PORT, default 9200)."""
-  port = os.environ.get('OPENSEARCH_PORT', '9200')
-  url = os.environ.get('OPENSEARCH_URL', f'http://127.0.0.1:{port}')
+def _healthy_url(product: str, url: str, start: str) -> str:
+  """`url` (no trailing /) once its node is yellow/green; else fails."""
   url = url.rstrip('/')
   health = f'{url}/_cluster/health?wait_for_status=yellow&timeout=10s'
   try:
@@ -52,10 +52,65 @@ def opensearch_url() -> str:
       status = json.load(response).get('status')
   except (urllib.error.URLError, OSError, ValueError) as e:
     pytest.fail(
-        f'no OpenSearch node answers at {url} ({e}). Start one with `bash'
-        ' launch/opensearch.sh start` (launch/run_tests.sh does it), or'
-        ' point OPENSEARCH_URL at a running node.'
+        f'no {product} node answers at {url} ({e}). Start one with `bash'
+        f' launch/{start} start` (launch/run_tests.sh does it), or'
+        f' point {product.upper()}_URL at a running node.'
     )
   if status not in ('yellow', 'green'):
-    pytest.fail(f'the OpenSearch node at {url} is {status!r}, not yellow/green')
+    pytest.fail(f'the {product} node at {url} is {status!r}, not yellow/green')
   return url
+
+
+@pytest.fixture(scope='session')
+def opensearch_url() -> str:
+  """URL of a running node: $OPENSEARCH_URL, else 127.0.0.1 on the port
+  launch/opensearch.sh uses ($OPENSEARCH_PORT, default 9200)."""
+  port = os.environ.get('OPENSEARCH_PORT', '9200')
+  url = os.environ.get('OPENSEARCH_URL', f'http://127.0.0.1:{port}')
+  return _healthy_url('OpenSearch', url, 'opensearch.sh')
+
+
+@pytest.fixture(scope='session')
+def elasticsearch_url() -> str:
+  """URL of a running node: $ELASTICSEARCH_URL, else 127.0.0.1 on the port
+  launch/elasticsearch.sh uses ($ELASTICSEARCH_PORT, default 9201)."""
+  port = os.environ.get('ELASTICSEARCH_PORT', '9201')
+  url = os.environ.get('ELASTICSEARCH_URL', f'http://127.0.0.1:{port}')
+  return _healthy_url('Elasticsearch', url, 'elasticsearch.sh')
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+  """A running node of one flavor, as the tests reach it."""
+
+  flavor: str
+  url: str
+
+  def config(self) -> es_client.ClusterConfig:
+    return es_client.ClusterConfig(flavor=self.flavor, hosts=(self.url,))
+
+  def raw(self):
+    """The flavor's own Python client (opensearch-py or elasticsearch)."""
+    return es_client.SearchClient(self.config()).raw
+
+  def delete_indices(self, prefix: str) -> None:
+    """Deletes every index named `prefix-*` (by name: Elasticsearch 9
+    refuses wildcard deletes by default)."""
+    raw = self.raw()
+    names = sorted(raw.indices.get(index=f'{prefix}-*'))
+    if names:
+      raw.indices.delete(index=','.join(names))
+    raw.close()
+
+
+@pytest.fixture(
+    scope='session',
+    params=[
+        pytest.param('opensearch', marks=pytest.mark.opensearch),
+        pytest.param('elasticsearch', marks=pytest.mark.elasticsearch),
+    ],
+)
+def cluster(request) -> Cluster:
+  """Each flavor's real node in turn: OpenSearch 2, then Elasticsearch 9."""
+  fixture = f'{request.param}_url'
+  return Cluster(request.param, request.getfixturevalue(fixture))

@@ -13,20 +13,18 @@ import json
 import re
 import uuid
 
-import opensearchpy
 import pytest
 
 from search_agent.corpus import twowiki
 from search_agent.corpus.record import Document
 from search_agent.search import es_backend
-from search_agent.search import es_client
 from search_agent.search import tantivy_index
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.backend import VIEWS
 from search_agent.search.parser import parse_query
 from search_agent.search.tantivy_backend import TantivyBackend
 
-pytestmark = [pytest.mark.opensearch, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 BUILD = IndexBuildConfig(passage_window_words=32, passage_stride_words=24)
 _WORD = re.compile(r'[A-Za-z]{4,}')
@@ -85,12 +83,12 @@ def corpus() -> list[Document]:
 
 
 @pytest.fixture(scope='module')
-def backends(corpus, opensearch_url, tmp_path_factory):
+def backends(corpus, cluster, tmp_path_factory):
   index_dir = tmp_path_factory.mktemp('tantivy')
   with tantivy_index.IndexWriter(index_dir, BUILD) as writer:
     writer.add_all(corpus)
   config = es_backend.EsIndexConfig(
-      cluster=es_client.ClusterConfig(hosts=(opensearch_url,)),
+      cluster=cluster.config(),
       index_prefix=f'test-agree-{uuid.uuid4().hex[:8]}',
   )
   es_backend.build_es_index(config, corpus, BUILD)
@@ -98,9 +96,7 @@ def backends(corpus, opensearch_url, tmp_path_factory):
   yield es, tv
   es.close()
   tv.close()
-  opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
-      index=f'{config.index_prefix}-*'
-  )
+  cluster.delete_indices(config.index_prefix)
 
 
 def test_same_corpus_size(backends, corpus):

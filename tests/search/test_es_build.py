@@ -2,26 +2,22 @@
 
 import uuid
 
-import opensearchpy
 import pytest
 
 from search_agent.corpus import sources
 from search_agent.corpus.manifest import BuildManifest
 from search_agent.search import es_backend
 from search_agent.search import es_build
-from search_agent.search import es_client
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.tantivy_build import build_tantivy_index
-
-pytestmark = pytest.mark.opensearch
 
 BUILD = IndexBuildConfig(passage_window_words=40, passage_stride_words=30)
 
 
-def test_builds_with_the_same_manifest_as_tantivy(opensearch_url, tmp_path):
+def test_builds_with_the_same_manifest_as_tantivy(cluster, tmp_path):
   spec = sources.CorpusSpec(kind='2wiki', max_docs=120, derive_links=True)
   config = es_backend.EsIndexConfig(
-      cluster=es_client.ClusterConfig(hosts=(opensearch_url,)),
+      cluster=cluster.config(),
       index_prefix=f'test-build-{uuid.uuid4().hex[:8]}',
   )
   try:
@@ -29,7 +25,7 @@ def test_builds_with_the_same_manifest_as_tantivy(opensearch_url, tmp_path):
         spec, config, BUILD, manifest_dir=tmp_path / 'es'
     )
     reference = build_tantivy_index(spec, tmp_path / 'tantivy', BUILD)
-    assert manifest.backend == 'opensearch'
+    assert manifest.backend == cluster.flavor
     assert manifest.content_sha256 == reference.content_sha256
     assert manifest.counts == reference.counts
     assert manifest.counts['doc'] == 120
@@ -44,6 +40,4 @@ def test_builds_with_the_same_manifest_as_tantivy(opensearch_url, tmp_path):
     assert backend.get_documents([d.doc_id for d in linked]) == linked
     backend.close()
   finally:
-    opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
-        index=f'{config.index_prefix}-*'
-    )
+    cluster.delete_indices(config.index_prefix)

@@ -17,14 +17,12 @@ from search_agent.search import es_client
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import IndexBuildConfig
 
-pytestmark = pytest.mark.opensearch
-
 BLOCK = 'index.blocks.read_only_allow_delete'
 
 
 @pytest.fixture
-def client(opensearch_url):
-  c = es_client.SearchClient(es_client.ClusterConfig(hosts=(opensearch_url,)))
+def client(cluster):
+  c = es_client.SearchClient(cluster.config())
   yield c
   c.close()
 

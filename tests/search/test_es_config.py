@@ -4,7 +4,6 @@ import dataclasses
 import importlib.util
 import uuid
 
-import opensearchpy
 import pytest
 
 from search_agent.corpus import twowiki
@@ -50,10 +49,10 @@ def test_unknown_variant_is_an_error(repo_root):
     _get_config(repo_root, 'huge')
 
 
-@pytest.mark.opensearch
-def test_tiny_config_builds_and_answers(repo_root, opensearch_url):
+def test_tiny_config_builds_and_answers(repo_root, cluster):
   config = _get_config(repo_root, 'tiny')
-  config.cluster.hosts = (opensearch_url,)
+  config.cluster.flavor = cluster.flavor
+  config.cluster.hosts = (cluster.url,)
   es = dataclasses.replace(
       es_backend.es_index_config(config),
       index_prefix=f'test-tiny-{uuid.uuid4().hex[:8]}',
@@ -70,6 +69,4 @@ def test_tiny_config_builds_and_answers(repo_root, opensearch_url):
     assert views['title'][0] == docs[7].doc_id
     backend.close()
   finally:
-    opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
-        index=f'{es.index_prefix}-*'
-    )
+    cluster.delete_indices(es.index_prefix)

@@ -9,7 +9,6 @@ import uuid
 import httpx
 import hypothesis
 from hypothesis import strategies as st
-import opensearchpy
 import pytest
 
 from search_agent.corpus.twowiki import read_2wiki
@@ -205,13 +204,11 @@ def test_batches_are_answered_concurrently(wiki_engine):
   assert json.dumps(responses[0].json())
 
 
-@pytest.mark.opensearch
-def test_service_over_opensearch_answers_like_tantivy(
-    opensearch_url, wiki_engine
-):
+def test_service_over_a_cluster_answers_like_tantivy(cluster, wiki_engine):
   c = serve_config.get_config()
   c.backend = 'opensearch'
-  c.opensearch.cluster.hosts = (opensearch_url,)
+  c.opensearch.cluster.flavor = cluster.flavor
+  c.opensearch.cluster.hosts = (cluster.url,)
   c.opensearch.index.prefix = f'test-serve-{uuid.uuid4().hex[:8]}'
   docs = read_2wiki()[:300]
   build_es_index(es_backend.es_index_config(c.opensearch), docs, BUILD)
@@ -227,9 +224,7 @@ def test_service_over_opensearch_answers_like_tantivy(
     finally:
       es_engine.close()
   finally:
-    opensearchpy.OpenSearch(hosts=[opensearch_url]).indices.delete(
-        index=f'{c.opensearch.index.prefix}-*'
-    )
+    cluster.delete_indices(c.opensearch.index.prefix)
   assert health.json()['num_documents'] == 300
   ok, bad = found.json()['results']
   assert (

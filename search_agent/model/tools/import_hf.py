@@ -15,6 +15,7 @@ import jax
 
 from search_agent.model import families
 from search_agent.model import hf_import
+from search_agent.model import quiet_logs
 
 _HF = flags.DEFINE_string('hf_dir', None, 'HF checkpoint directory.')
 _OUT = flags.DEFINE_string('out_dir', None, 'Output directory.')
@@ -26,6 +27,7 @@ _MODEL_JSON = flags.DEFINE_string(
 
 def main(argv):
   del argv
+  quiet_logs.install(('orbax', 'maxtext'))
   if _MODEL_JSON.value:
     base = families.model_from_dict(json.loads(_MODEL_JSON.value))
   else:

@@ -100,6 +100,9 @@ def _attention(x, w, p, c):
   q = (x @ w[p + 'self_attn.q_proj.weight'].T).reshape(t, h, hd)
   k = (x @ w[p + 'self_attn.k_proj.weight'].T).reshape(t, kv, hd)
   v = (x @ w[p + 'self_attn.v_proj.weight'].T).reshape(t, kv, hd)
+  if p + 'self_attn.q_norm.weight' in w:  # Qwen3: per-head RMSNorm of q, k
+    q = _rms(q, w[p + 'self_attn.q_norm.weight'], c['rms_norm_eps'])
+    k = _rms(k, w[p + 'self_attn.k_norm.weight'], c['rms_norm_eps'])
   q, k = _rope(q, pos, c['rope_theta']), _rope(k, pos, c['rope_theta'])
   k, v = np.repeat(k, h // kv, axis=1), np.repeat(v, h // kv, axis=1)
   s = np.einsum('qhd,khd->hqk', q, k) / np.sqrt(hd)
@@ -110,24 +113,43 @@ def _attention(x, w, p, c):
   return o @ w[p + 'self_attn.o_proj.weight'].T
 
 
+# MoE tensor names: (router, expert prefix, gate, up, down) per HF layout.
+_MOE_NAMES = {
+    'mixtral': ('block_sparse_moe.gate', 'block_sparse_moe.experts', 'w1',
+                'w3', 'w2'),
+    'qwen3_moe': ('mlp.gate', 'mlp.experts', 'gate_proj', 'up_proj',
+                  'down_proj'),
+}  # fmt: skip
+
+
 def _moe(x, w, p, c):
-  logits = x @ w[p + 'block_sparse_moe.gate.weight'].T
+  router, experts, gate, up, down = _MOE_NAMES[c.get('model_type', 'mixtral')]
+  logits = x @ w[f'{p}{router}.weight'].T
   probs = np.exp(logits - logits.max(-1, keepdims=True))
   probs /= probs.sum(-1, keepdims=True)
   top = np.argsort(-probs, -1)[:, : c['num_experts_per_tok']]
+  renormalize = c.get('model_type', 'mixtral') == 'mixtral' or c.get(
+      'norm_topk_prob', False
+  )
   out = np.zeros_like(x)
   for i in range(x.shape[0]):
-    ws = probs[i, top[i]] / probs[i, top[i]].sum()
+    ws = probs[i, top[i]]
+    if renormalize:
+      ws = ws / ws.sum()
     for e, we in zip(top[i], ws):
-      q = f'{p}block_sparse_moe.experts.{e}.'
-      a = x[i] @ w[q + 'w1.weight'].T
-      g = a / (1 + np.exp(-a)) * (x[i] @ w[q + 'w3.weight'].T)
-      out[i] += we * (g @ w[q + 'w2.weight'].T)
+      q = f'{p}{experts}.{e}.'
+      a = x[i] @ w[f'{q}{gate}.weight'].T
+      g = a / (1 + np.exp(-a)) * (x[i] @ w[f'{q}{up}.weight'].T)
+      out[i] += we * (g @ w[f'{q}{down}.weight'].T)
   return out
 
 
 def mixtral_reference_logits(w: dict, c: dict, tokens: np.ndarray):
-  """NumPy (float64) transcription of HF MixtralForCausalLM.forward."""
+  """NumPy (float64) transcription of HF MixtralForCausalLM.forward.
+
+  With `c['model_type'] == 'qwen3_moe'` it is Qwen3MoeForCausalLM.forward
+  (per-head q/k RMSNorm, `mlp.*` expert names, `norm_topk_prob`).
+  """
   x = w['model.embed_tokens.weight'][tokens[0]].astype(np.float64)
   eps = c['rms_norm_eps']
   for l in range(c['num_hidden_layers']):

@@ -2,7 +2,8 @@
 
 `pack_update` turns the groups of one optimizer update into padded
 microbatches; `update_gradients` streams them through any model that maps
-(params, tokens_bt) to token-aligned logprobs, adding the UNNORMALIZED
+(params, tokens_bt[, valid_bt, routing_btlk]) to token-aligned logprobs
+(the MaxText model replays the recorded routing), adding the UNNORMALIZED
 gradient of the surrogate sum and the eligible-token count, and divides by
 the shared denominator once the full update is assembled.
 """
@@ -17,9 +18,12 @@ import numpy as np
 from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import loss as loss_lib
 from search_agent.train.rl import records
+from search_agent.train.rl import token_exact
 
-LogprobFn = Callable[[Any, jax.Array], jax.Array]
-"""(params, tokens_bt) -> logprobs_bt, position t = log p(token_t | <t)."""
+LogprobFn = Callable[..., jax.Array]
+"""(params, tokens_bt, **extras) -> logprobs_bt, position t = log p(token_t |
+<t); extras (`Microbatch.extras`) are valid_bt and routing_btlk when the
+trajectories carry a routing record."""
 
 
 class SequenceTooLongError(ValueError):
@@ -33,10 +37,42 @@ class Microbatch:
   Attributes:
     tokens_bt: Token ids (pad 0).
     batch: The loss inputs (pad rows/positions carry no loss).
+    valid_bt: 1 on real tokens, 0 on padding (None when not routed).
+    routing_btlk: Recorded experts of each input position [b, t, layers,
+      top_k] (padding: experts 0..k-1), or None without a routing record.
   """
 
   tokens_bt: np.ndarray
   batch: loss_lib.LossBatch
+  valid_bt: np.ndarray | None = None
+  routing_btlk: np.ndarray | None = None
+
+  @property
+  def extras(self) -> dict[str, np.ndarray]:
+    if self.routing_btlk is None:
+      return {}
+    return {'valid_bt': self.valid_bt, 'routing_btlk': self.routing_btlk}
+
+
+def routing_array(rec, seq_len: int) -> np.ndarray | None:
+  """A record's routing as [seq_len, layers, top_k] int32 (None if absent).
+
+  The sampler records the experts of every position it fed the model: all
+  but the last token. Padding positions get experts 0..k-1.
+  """
+  if rec.routed_experts is None:
+    return None
+  r = token_exact.decode_routing(rec.routed_experts)
+  n = len(rec.token_ids)
+  if r.ndim != 3 or r.shape[0] not in (n - 1, n):
+    raise ValueError(
+        f'routing record of shape {r.shape} does not cover {n} tokens'
+    )
+  out = np.broadcast_to(
+      np.arange(r.shape[2], dtype=np.int32), (seq_len,) + r.shape[1:]
+  ).copy()
+  out[: r.shape[0]] = r
+  return out
 
 
 def pack_update(
@@ -57,9 +93,11 @@ def pack_update(
             f' seq_len {seq_len}; raise seq_len (nothing is truncated)'
         )
       rows.append((t.tokens, a))
+  routed = bool(rows) and all(r.routed_experts is not None for r, _ in rows)
   out = []
   for start in range(0, len(rows), batch_size):
     chunk = rows[start : start + batch_size]
+    valid, routes = np.zeros((batch_size, seq_len), np.int32), None
     tok = np.zeros((batch_size, seq_len), np.int32)
     mask = np.zeros((batch_size, seq_len), np.int32)
     lp = np.zeros((batch_size, seq_len), np.float32)
@@ -69,6 +107,15 @@ def pack_update(
       n = len(rec.token_ids)
       tok[i, :n], mask[i, :n] = rec.token_ids, rec.loss_mask
       lp[i, :n], ver[i, :n], advs[i] = rec.logprobs, rec.versions, a
+      valid[i, :n] = 1
+      if routed:
+        r = routing_array(rec, seq_len)
+        if routes is None:
+          routes = np.broadcast_to(
+              np.arange(r.shape[-1], dtype=np.int32),
+              (batch_size,) + r.shape,
+          ).copy()
+        routes[i] = r
     out.append(
         Microbatch(
             tokens_bt=tok,
@@ -78,6 +125,8 @@ def pack_update(
                 versions_bt=ver,
                 advantages_b=advs,
             ),
+            valid_bt=valid if routed else None,
+            routing_btlk=routes,
         )
     )
   return out
@@ -91,13 +140,15 @@ def microbatch_sums(
     version: int,
     cfg: loss_lib.PolicyLossConfig,
     ref_params: Any = None,
+    extras: dict[str, jax.Array] | None = None,
 ) -> tuple[Any, loss_lib.LossSums]:
   """Gradient of the objective SUM of one microbatch, and its sums."""
+  extras = extras or {}
   if cfg.objective == 'grpo_clip':
-    ref_bt = jax.lax.stop_gradient(logprob_fn(ref_params, tokens_bt))
+    ref_bt = jax.lax.stop_gradient(logprob_fn(ref_params, tokens_bt, **extras))
 
   def objective(p):
-    lp = logprob_fn(p, tokens_bt)
+    lp = logprob_fn(p, tokens_bt, **extras)
     if cfg.objective == 'grpo_clip':
       sums = loss_lib.clipped_loss_sums(lp, ref_bt, batch, version, cfg)
     else:
@@ -139,6 +190,7 @@ class GradientSums:
           version,
           self.cfg,
           ref_params,
+          mb.extras,
       )
       self.grads = (
           g if self.grads is None else jax.tree.map(jnp.add, self.grads, g)

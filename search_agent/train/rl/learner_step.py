@@ -1,7 +1,8 @@
 """One learner update from the durable replay queue.
 
-Ready-first on the learner side: wait until `start_after_ready` groups (or
-all the update still lacks) are in the queue, compute their gradient SUMS,
+Ready-first on the learner side, by the scheduler's own rule
+(`scheduler.chunk_size`): wait until `start_after_ready` groups (or all the
+update still lacks) are in the queue, compute their gradient SUMS,
 repeat until the update holds `groups_per_update` groups, divide once, apply
 the optimizer, journal the groups (commit) and only then save the
 checkpoint. After a crash, restart from checkpoint s and call
@@ -24,6 +25,7 @@ from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import learner
 from search_agent.train.rl import loss as loss_lib
 from search_agent.train.rl import replay_queue
+from search_agent.train.rl import scheduler as sched_lib
 
 
 class LearnerState(NamedTuple):
@@ -59,15 +61,17 @@ class LearnerConfig:
   advantages: adv_lib.AdvantageConfig = adv_lib.AdvantageConfig()
 
 
-def _wait_for(queue, n: int, cfg: LearnerConfig) -> None:
+def _wait_for(queue, accumulated: int, rule, cfg: LearnerConfig) -> int:
+  """Waits until the scheduler's ready-first rule allows a chunk; its size."""
   deadline = time.monotonic() + cfg.timeout_seconds
-  while queue.ready_count() < n:
+  while not (n := sched_lib.chunk_size(queue.ready_count(), accumulated, rule)):
     if time.monotonic() > deadline:
       raise TimeoutError(
-          f'waited {cfg.timeout_seconds}s for {n} ready groups; are the'
+          f'waited {cfg.timeout_seconds}s for ready groups; are the'
           ' rollout workers alive?'
       )
     time.sleep(cfg.poll_seconds)
+  return n
 
 
 def learner_update(
@@ -84,10 +88,13 @@ def learner_update(
   acc = learner.GradientSums(logprob_fn, cfg.loss)
   used: list[str] = []
   dropped: list[str] = []
+  rule = sched_lib.SchedulerConfig(
+      groups_per_update=cfg.groups_per_update,
+      start_after_ready=cfg.start_after_ready,
+  )
   while len(used) < cfg.groups_per_update:
-    missing = cfg.groups_per_update - len(used)
-    _wait_for(queue, min(cfg.start_after_ready, missing), cfg)
-    groups, no_signal = adv_lib.keep_groups(queue.take(missing), cfg.advantages)
+    n = _wait_for(queue, len(used), rule, cfg)
+    groups, no_signal = adv_lib.keep_groups(queue.take(n), cfg.advantages)
     dropped.extend(g.group_id for g in no_signal)
     if not groups:
       continue

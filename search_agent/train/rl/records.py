@@ -50,12 +50,15 @@ class RolloutGroup:
     task_id: The task the rollouts attempt.
     dispatch_batch: Index of the dispatch batch that launched it.
     trajectories: Its scored rollouts (4 in the recipe).
+    meta: What the worker measured (seconds, worker, rollouts dropped by
+      the token-exactness check, statuses); not used by the loss.
   """
 
   group_id: str
   task_id: str
   dispatch_batch: int
   trajectories: tuple[ScoredTrajectory, ...]
+  meta: dict[str, Any] = dataclasses.field(default_factory=dict)
 
   @property
   def rewards(self) -> tuple[float, ...]:
@@ -88,6 +91,7 @@ class RolloutGroup:
           task_id=str(obj['task_id']),
           dispatch_batch=int(obj['dispatch_batch']),
           trajectories=trajs,
+          meta=dict(obj.get('meta', {})),
       )
     except (KeyError, TypeError, ValueError) as e:
       raise GroupFormatError(f'malformed rollout group: {e!r}') from e

@@ -29,6 +29,10 @@ import uuid
 from search_agent.train.rl import records
 
 
+def _glob_escape(name: str) -> str:
+  return ''.join(f'[{c}]' if c in '*?[' else c for c in name)
+
+
 class ReplayQueueError(RuntimeError):
   """The queue's files contradict its contract; the message says which."""
 
@@ -98,6 +102,35 @@ class ReplayQueue:
         missing_ok=True
     )
     return fresh
+
+  def release(self, group_id: str, worker: str) -> bool:
+    """Puts one claim of `worker` back to work/ (a failed attempt)."""
+    lease = self.root / 'leased' / f'{group_id}@{worker}.json'
+    try:
+      os.rename(lease, self.root / 'work' / f'{group_id}.json')
+    except FileNotFoundError:
+      return False
+    return True
+
+  def touch_leases(self, worker: str) -> int:
+    """Heartbeat: refreshes the mtime of `worker`'s leases."""
+    n = 0
+    for lease in (self.root / 'leased').glob(f'*@{worker}.json'):
+      try:
+        os.utime(lease)
+        n += 1
+      except FileNotFoundError:
+        pass
+    return n
+
+  def knows(self, group_id: str) -> bool:
+    """Whether `group_id` is waiting, claimed or delivered."""
+    name = f'{group_id}.json'
+    return (
+        (self.root / 'work' / name).exists()
+        or (self.root / 'groups' / name).exists()
+        or any((self.root / 'leased').glob(f'{_glob_escape(group_id)}@*.json'))
+    )
 
   # -- recovery -----------------------------------------------------------
   def release_worker(self, worker: str) -> list[str]:

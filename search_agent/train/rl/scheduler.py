@@ -21,6 +21,7 @@ admission window cannot deadlock when many groups carry no signal.
 
 import collections
 import dataclasses
+from typing import Any
 
 
 class SchedulerError(RuntimeError):
@@ -56,6 +57,18 @@ class Dispatch:
   task_id: str
   batch: int
   version: int  # learner version when dispatched
+
+
+def chunk_size(ready: int, accumulated: int, cfg: SchedulerConfig) -> int:
+  """The ready-first rule: how many ready groups the next chunk takes.
+
+  0 until `start_after_ready` groups are ready (or all the update still
+  lacks, when fewer are missing); never more than the update lacks.
+  """
+  missing = cfg.groups_per_update - accumulated
+  if ready < min(cfg.start_after_ready, missing):
+    return 0
+  return min(missing, ready)
 
 
 class Scheduler:
@@ -144,10 +157,8 @@ class Scheduler:
     A chunk needs `start_after_ready` ready groups, or all that the update
     still lacks when fewer are missing; it never overfills the update.
     """
-    missing = self.cfg.groups_per_update - len(self.accumulating)
-    if len(self.ready) < min(self.cfg.start_after_ready, missing):
-      return []
-    chunk = [self.ready.popleft() for _ in range(min(missing, len(self.ready)))]
+    n = chunk_size(len(self.ready), len(self.accumulating), self.cfg)
+    chunk = [self.ready.popleft() for _ in range(n)]
     self.accumulating.extend(chunk)
     return chunk
 
@@ -176,3 +187,50 @@ class Scheduler:
       self._step_target = self._sync_target()
       self._batch, self._in_batch = self.version, 0
     return groups
+
+  # -- persistence -------------------------------------------------------
+  def to_state(self) -> dict[str, Any]:
+    """Everything the scheduler knows, as JSON-able data."""
+    return {
+        'version': self.version,
+        'in_flight': [dataclasses.asdict(d) for d in self.in_flight.values()],
+        'ready': list(self.ready),
+        'accumulating': list(self.accumulating),
+        'used_in': dict(self.used_in),
+        'dropped': sorted(self.dropped),
+        'batch': self._batch,
+        'in_batch': self._in_batch,
+        'replacements': self._replacements,
+        'step_target': self._step_target,
+    }
+
+  @classmethod
+  def from_state(
+      cls, cfg: SchedulerConfig, state: dict[str, Any], *, version: int
+  ) -> 'Scheduler':
+    """A scheduler restored from `to_state`, rolled back to `version`.
+
+    `version` is the checkpoint's: groups accumulating for an update that
+    never reached a checkpoint, or used by updates >= `version`, become
+    ready again (oldest first), so each lands in exactly one applied update.
+    """
+    s = cls(cfg)
+    if version > state['version']:
+      raise SchedulerError(
+          f'checkpoint version {version} is newer than the scheduler state'
+          f' ({state["version"]}); the scheduler state file is stale'
+      )
+    s.version = version
+    s.in_flight = {d['group_id']: Dispatch(**d) for d in state['in_flight']}
+    back = sorted(
+        (g for g, u in state['used_in'].items() if u >= version),
+        key=lambda g: state['used_in'][g],
+    )
+    s.ready = collections.deque(back + list(state['accumulating']))
+    s.ready.extend(state['ready'])
+    s.used_in = {g: u for g, u in state['used_in'].items() if u < version}
+    s.dropped = set(state['dropped'])
+    s._batch, s._in_batch = state['batch'], state['in_batch']
+    s._replacements = state['replacements']
+    s._step_target = state['step_target']
+    return s

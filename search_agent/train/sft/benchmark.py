@@ -1,18 +1,23 @@
-"""SFT step benchmark: our update vs MaxText's `train.main`, same config.
+"""SFT throughput benchmark: our update, before/after tuning, vs MaxText.
 
-  XLA_FLAGS='--xla_force_host_platform_device_count=8
-    --xla_cpu_enable_concurrency_optimized_scheduler=false' JAX_PLATFORMS=cpu \
-  python -m search_agent.train.sft.benchmark --seq_len=2048 --steps=3 \
-      --layout=cpu8_ep_tp_cp --workdir=/tmp/bench
+  XLA_FLAGS=--xla_force_host_platform_device_count=1 JAX_PLATFORMS=cpu \
+  python -m search_agent.train.sft.benchmark --seq_len=2048 --rows=4 \
+      --steps=3 --workdir=/tmp/bench
 
-(On 8 simulated CPU devices sharing 2 cores, XLA:CPU's concurrency-optimized
-scheduler can deadlock the collectives; the flag above avoids it.)
-
-Both run the tiny MoE with the same layout, rows per step (one per device),
-AdamW, and full remat; ours additionally with Muon. Reported: seconds per
-step (mean wall time over the steps after compilation: ours block on every
-step; MaxText's per-step times are dispatch-to-dispatch, so its mean over
-steps 2.. is used), tokens per second, and our step time over MaxText's.
+In one process, on the tiny MoE with Muon, an update of `rows` packed rows of
+`seq_len` tokens (segments of 740 tokens, the probe's demonstrations):
+  * `before`: one row per microbatch (`micro_steps=rows`), full remat,
+    256-position logits chunks (the tiny SFT settings before issue 14);
+  * `after`: the same microbatching with remat `--after_remat`
+    (tpu_configs/sft.py:tiny's setting);
+then, for a like-for-like check against MaxText's own `train.main` (one
+microbatch of `rows` rows, AdamW, the `after` remat), ours in that shape
+(`after_adamw`) and MaxText's. Reported: seconds per update (median after
+compilation; MaxText's dispatch-to-dispatch times, mean over steps 2..),
+tokens/s, training FLOPs per token (`flops.flops_per_token`: the formula is
+in its docstring), achieved FLOP/s and its share of the CPUs' peak, and the
+after/before and ours/MaxText ratios. Other load on the machine slows both
+alike; compare within one run.
 """
 
 import dataclasses
@@ -29,30 +34,40 @@ from search_agent.model import families
 from search_agent.model import maxtext_model
 from search_agent.model import reference_train
 from search_agent.train import optim
+from search_agent.train.sft import flops as flops_lib
 from search_agent.train.sft import step as step_lib
 
 _SEQ = flags.DEFINE_integer('seq_len', 2048, 'Tokens per row.')
-_STEPS = flags.DEFINE_integer('steps', 5, 'Timed steps (after 1 warmup).')
+_ROWS = flags.DEFINE_integer('rows', 4, 'Packed rows per update.')
+_STEPS = flags.DEFINE_integer('steps', 3, 'Timed updates (after 1 warmup).')
 _LAYOUT = flags.DEFINE_string('layout', 'fsdp', 'Layout preset.')
+_REMAT = flags.DEFINE_string('after_remat', 'minimal', "'after' remat policy.")
+_MAXTEXT = flags.DEFINE_bool('maxtext', True, "Also time MaxText's train.main.")
 _WORKDIR = flags.DEFINE_string('workdir', '/tmp/sft_bench', 'Scratch dir.')
 
+SEGMENT = 740
 
-def _batch(rows, seq, vocab):
+
+def make_batch(micro_steps, rows, seq, vocab):
+  """Random tokens in packed rows of SEGMENT-token segments, all supervised."""
   rng = np.random.default_rng(0)
-  shape = (1, rows, seq)
+  shape = (micro_steps, rows, seq)
+  pos = np.arange(seq) % SEGMENT
+  seg = np.arange(seq) // SEGMENT + 1
   return {
       'inputs': rng.integers(0, vocab, shape).astype(np.int32),
       'targets': rng.integers(0, vocab, shape).astype(np.int32),
-      'positions': np.broadcast_to(np.arange(seq), shape).astype(np.int32),
-      'segment_ids': np.ones(shape, np.int32),
+      'positions': np.broadcast_to(pos, shape).astype(np.int32),
+      'segment_ids': np.broadcast_to(seg, shape).astype(np.int32),
       'loss_mask': np.ones(shape, np.int32),
   }
 
 
-def time_ours(cfg, layout, opt_name: str, steps: int) -> list[float]:
+def time_update(cfg, layout, micro_steps, rows, steps, opt='muon'):
+  """Seconds per update (median of `steps` after one compiling update)."""
   model = maxtext_model.build(cfg, layout)
   tx = optim.make_optimizer(
-      optim.OptimizerConfig(name=opt_name, weight_decay=0.0),
+      optim.OptimizerConfig(name=opt, weight_decay=0.0),
       1e-4,
       model.params,
       model.logical_axes,
@@ -61,7 +76,7 @@ def time_ours(cfg, layout, opt_name: str, steps: int) -> list[float]:
   opt_state = step_lib.init_opt_state(model, tx, params)
   step = step_lib.make_train_step(model, tx)
   batch = jax.device_put(
-      _batch(jax.device_count(), cfg.max_target_length, cfg.vocab_size),
+      make_batch(micro_steps, rows, cfg.max_target_length, cfg.vocab_size),
       step_lib.batch_sharding(model),
   )
   times = []
@@ -70,36 +85,65 @@ def time_ours(cfg, layout, opt_name: str, steps: int) -> list[float]:
     params, opt_state, m = step(params, opt_state, batch)
     jax.block_until_ready(m)
     times.append(time.perf_counter() - t0)
-  return times[1:]
+  return statistics.median(times[1:])
+
+
+def _figures(seconds, tokens, flops_per_token, peak):
+  achieved = tokens * flops_per_token / seconds
+  return {
+      'update_s': seconds,
+      'tokens_per_s': tokens / seconds,
+      'flops_per_token': flops_per_token,
+      'achieved_gflops': achieved / 1e9,
+      'share_of_peak': achieved / peak,
+  }
 
 
 def main(argv):
   del argv
-  cfg = dataclasses.replace(
-      families.model_preset('tiny'), max_target_length=_SEQ.value
+  seq, rows, steps = _SEQ.value, _ROWS.value, _STEPS.value
+  tiny = dataclasses.replace(
+      families.model_preset('tiny'), max_target_length=seq
   )
+  before = dataclasses.replace(tiny, remat_policy='full', logits_chunk=256)
+  after = dataclasses.replace(before, remat_policy=_REMAT.value)
   layout = families.layout_preset(_LAYOUT.value)
-  tokens = jax.device_count() * _SEQ.value
+  tokens = rows * seq * jax.device_count()
+  peak = flops_lib.cpu_peak_flops()
+  fpt = flops_lib.flops_per_token(tiny, seq)
+  remat_fpt = lambda c: flops_lib.train_flops(fpt, c.remat_policy)
   report = {
       'devices': jax.device_count(),
       'layout': _LAYOUT.value,
-      'tokens_per_step': tokens,
+      'tokens_per_update': tokens,
+      'peak_gflops': peak / 1e9,
+      'flops_per_token': fpt,
   }
-  for name in ('adamw', 'muon'):
-    t = statistics.mean(time_ours(cfg, layout, name, _STEPS.value))
-    report[f'ours_{name}_s'] = t
-    report[f'ours_{name}_tokens_per_s'] = tokens / t
-  rows = reference_train.run_maxtext_train(
-      cfg, layout, _WORKDIR.value, steps=_STEPS.value + 2
+  t = time_update(before, layout, rows, 1, steps)
+  report['before'] = _figures(t, tokens, remat_fpt(before), peak)
+  t = time_update(after, layout, rows, 1, steps)
+  report['after'] = _figures(t, tokens, remat_fpt(after), peak)
+  report['after_over_before_tokens_per_s'] = (
+      report['after']['tokens_per_s'] / report['before']['tokens_per_s']
   )
-  # MaxText times a step from one dispatch to the next (asynchronously),
-  # so single steps swing both ways; the mean over steps 2.. is wall time.
-  theirs = statistics.mean(
-      r['perf/step_time_seconds'] for r in rows if r['step'] >= 2
-  )
-  report['maxtext_adamw_s'] = theirs
-  report['maxtext_tokens_per_s'] = tokens / theirs
-  report['ratio_ours_over_maxtext'] = report['ours_adamw_s'] / theirs
+  if _MAXTEXT.value:
+    t = time_update(after, layout, 1, rows, steps, opt='adamw')
+    report['after_adamw'] = _figures(t, tokens, remat_fpt(after), peak)
+    mt_rows = reference_train.run_maxtext_train(
+        after,
+        layout,
+        _WORKDIR.value,
+        steps=steps + 2,
+        per_device_batch_size=rows,
+    )
+    theirs = statistics.mean(
+        r['perf/step_time_seconds'] for r in mt_rows if r['step'] >= 2
+    )
+    report['maxtext_adamw'] = _figures(theirs, tokens, remat_fpt(after), peak)
+    report['ours_adamw_over_maxtext_tokens_per_s'] = (
+        report['after_adamw']['tokens_per_s']
+        / report['maxtext_adamw']['tokens_per_s']
+    )
   print(json.dumps(report, indent=1))
 
 

@@ -32,6 +32,9 @@ class SFTConfig:
     keep_last_n_observations: Sliding-window size (tool observations kept).
     total_updates: Optimizer updates to run (the recipe: 507).
     eval_every: Validation NLL every this many updates (0 = only at the end).
+    init_from: A pretraining (or SFT) workdir whose latest checkpoint's
+      parameters start this run ('' = the model's own initialisation or
+      model.load_parameters_path); see `train.sft.inputs`.
   """
 
   model: model_config_lib.ModelConfig
@@ -47,6 +50,7 @@ class SFTConfig:
   keep_last_n_observations: int = 5
   total_updates: int
   eval_every: int = 0
+  init_from: str = ''
 
 
 def _tuple_fields(d: Mapping[str, Any], names: tuple[str, ...]) -> dict:

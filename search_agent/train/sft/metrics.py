@@ -102,6 +102,8 @@ def rollback(path: str, step: int) -> int:
 
 def read_metrics(path: str, split: str = 'train') -> list[dict]:
   """The records of one split from a metrics.jsonl file, in order."""
+  if not os.path.exists(path):
+    return []
   with open(path, encoding='utf-8') as f:
     rows = [json.loads(line) for line in f if line.strip()]
   return [r for r in rows if r['split'] == split]

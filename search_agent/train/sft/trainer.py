@@ -24,44 +24,24 @@ from search_agent.train import data as data_lib
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
 from search_agent.train.sft import config as sft_config
+from search_agent.train.sft import coverage
+from search_agent.train.sft import inputs as inputs_lib
 from search_agent.train.sft import metrics as metrics_lib
 from search_agent.train.sft import step as step_lib
 
+load_or_train_tokenizer = inputs_lib.load_or_train_tokenizer
 
-def load_or_train_tokenizer(
-    cfg: sft_config.SFTConfig, workdir: str
-) -> tokenizer_lib.Tokenizer:
-  """The configured tokenizer, or the tiny one trained (once) in workdir."""
-  if cfg.tokenizer_path:
-    return tokenizer_lib.load_tokenizer(cfg.tokenizer_path)
-  out = os.path.join(workdir, 'tokenizer')
-  if os.path.isfile(os.path.join(out, tokenizer_lib.TOKENIZER_FILE)):
-    return tokenizer_lib.load_tokenizer(out)
-  if not cfg.tokenizer_corpus:
-    raise ValueError(
-        'set tokenizer_path, or tokenizer_corpus to train the tiny tokenizer'
-    )
-  with open(cfg.tokenizer_corpus, encoding='utf-8') as f:
-    docs = json.load(f)
-  return tokenizer_lib.train_tiny_tokenizer(docs, out, cfg.model.vocab_size)
+
+def make_render(cfg: sft_config.SFTConfig, workdir: str) -> data_lib.RenderFn:
+  """The run's trajectory -> [(token_ids, loss_mask)] function (SFT mode)."""
+  return inputs_lib.Inputs(cfg, workdir).render
 
 
 class _Run:
   """The pieces of one run, built once."""
 
   def __init__(self, cfg: sft_config.SFTConfig, workdir: str, devices=None):
-    tok = load_or_train_tokenizer(cfg, workdir)
-    if tok.vocab_size > cfg.model.vocab_size:
-      raise model_config_lib.ModelConfigError(
-          f'tokenizer has {tok.vocab_size} ids but the model vocab_size is'
-          f' {cfg.model.vocab_size}; raise model.vocab_size'
-      )
-    self.render = data_lib.make_render_fn(
-        tok,
-        cfg.context_policy,
-        cfg.keep_last_n_observations,
-        cfg.chat_template,
-    )
+    self.inputs = inputs_lib.Inputs(cfg, workdir)
     self.model = maxtext_model.build(cfg.model, cfg.layout, devices=devices)
     if cfg.model.load_parameters_path:
       self.model = dataclasses.replace(
@@ -92,9 +72,8 @@ class _Run:
 def validation_nll(run: _Run, params, cfg: sft_config.SFTConfig) -> float:
   """Token-mean NLL over the whole validation file."""
   nll, count = 0.0, 0.0
-  for batch in data_lib.validation_batches(
-      cfg.data.val_path, run.render, cfg.data
-  ):
+  del cfg
+  for batch in run.inputs.validation():
     n, c = run.eval_step(params, jax.device_put(batch, run.sharding))
     nll, count = nll + float(n), count + float(c)
   return nll / max(count, 1.0)
@@ -111,6 +90,18 @@ def _update(run: _Run, state: dict, batch: dict) -> tuple[dict, dict]:
   m['step_time_s'] = dt
   m['tokens_per_s'] = float(np.sum(batch['segment_ids'] > 0)) / dt
   return {'params': params, 'opt_state': opt_state}, m
+
+
+def _report_data(cfg, run: _Run, workdir: str, writer) -> None:
+  """data_report.json and the metrics `data` record (step 0), once a run."""
+  if os.path.exists(os.path.join(workdir, coverage.REPORT_FILE)):
+    return
+  report = coverage.make_report(cfg, run.inputs.render)
+  logging.info('data report:\n%s', coverage.format_report(report))
+  record = coverage.metrics_record(report)
+  if record and not metrics_lib.read_metrics(writer.path, 'data'):
+    writer.write(0, 'data', record)
+  coverage.write_report(workdir, report)
 
 
 def train(
@@ -138,13 +129,21 @@ def train(
       'params': run.model.params,
       'opt_state': step_lib.init_opt_state(run.model, run.tx, run.model.params),
   }
-  it = iter(data_lib.update_dataset(cfg.data.train_path, run.render, cfg.data))
+  it = iter(run.inputs.train_updates())
   start = ckpt.latest_step() or 0
   if start:
     state, data_state = ckpt.restore(start, state)
     it.set_state(data_state)
     logging.info('resumed from update %d', start)
+  elif cfg.init_from:
+    params, init_step = inputs_lib.init_params(cfg.init_from, state['params'])
+    state = {
+        'params': params,
+        'opt_state': step_lib.init_opt_state(run.model, run.tx, params),
+    }
+    logging.info('starting from %s update %d', cfg.init_from, init_step)
   writer = metrics_lib.MetricsWriter(workdir, cfg.total_updates, start)
+  _report_data(cfg, run, workdir, writer)
   for step in range(start + 1, cfg.total_updates + 1):
     try:
       batch = next(it)

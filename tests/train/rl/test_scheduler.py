@@ -123,3 +123,39 @@ def test_dropped_group_gives_its_batch_slot_back():
   for d in [*ds[1:], extra]:
     s.mark_ready(d.group_id)
   assert len(s.take()) == 4 and s.update_full
+
+
+def test_state_round_trip_rolls_back_to_the_checkpoint_version():
+  cfg = sched_lib.SchedulerConfig(
+      groups_per_update=2,
+      start_after_ready=1,
+      dispatch_batch_groups=4,
+      admission_window=2,
+  )
+  s = sched_lib.Scheduler(cfg)
+  ds = [s.dispatch(f't{i}') for i in range(6)]
+  for d in ds[:4]:
+    s.mark_ready(d.group_id)
+  s.take()
+  s.take()
+  first = s.apply_update()  # update 0: checkpoint 1 follows
+  s.take()  # one group accumulating for update 1
+  s.mark_ready(ds[4].group_id, has_signal=False)
+  state = s.to_state()
+  same = sched_lib.Scheduler.from_state(cfg, state, version=1)
+  # The accumulating chunk's gradients died with the process: ready again.
+  assert list(same.ready) == state['accumulating'] + state['ready']
+  assert not same.accumulating
+  assert same.to_state() | {'ready': [], 'accumulating': []} == state | {
+      'ready': [],
+      'accumulating': [],
+  }
+  # Restart from checkpoint 0: update 0's groups are ready again, first.
+  back = sched_lib.Scheduler.from_state(cfg, state, version=0)
+  assert back.version == 0 and not back.used_in
+  assert list(back.ready)[:2] == first
+  assert sorted(back.ready) == sorted(d.group_id for d in ds[:4])
+  assert back.dropped == {ds[4].group_id}
+  assert set(back.in_flight) == {ds[5].group_id}
+  with pytest.raises(sched_lib.SchedulerError, match='stale'):
+    sched_lib.Scheduler.from_state(cfg, state, version=2)

@@ -1,8 +1,12 @@
-"""Real SFT test data: WebDancer trajectories with the question as user turn.
+"""Real SFT test data: WebDancer trajectories, shortened for 512-token rows.
 
-The chatml user turn repeats the tool descriptions (~600 tokens); keeping only
-the question (agent.chatml.extract_question) lets short test rows (256-512
-tokens) hold supervised assistant tokens. Everything else is the real data.
+The chatml user turn repeats the tool descriptions (~600 tokens): only the
+question is kept (agent.chatml.extract_question). Rows are fitted at whole
+turns (a turn longer than its row is dropped, not cut), and WebDancer turns
+reason for ~1,400 tokens, so assistant turns keep their tool calls and
+answers but not their reasoning (`REASONING_CHARS`), and observations their
+first `OBSERVATION_CHARS`: 23 of 24 first turns then fit 512-token rows. The
+text itself is the real data.
 """
 
 import os
@@ -25,13 +29,24 @@ import pytest
 from search_agent.agent import chatml
 from search_agent.agent import tokenizer as tokenizer_lib
 
+REASONING_CHARS = 0
+OBSERVATION_CHARS = 1500
+
+
+def _shorten(m):
+  if m.role == 'assistant' and m.reasoning:
+    return dataclasses.replace(m, reasoning=m.reasoning[:REASONING_CHARS])
+  if m.role == 'tool':
+    return dataclasses.replace(m, content=m.content[:OBSERVATION_CHARS])
+  return m
+
 
 def write_short_trajectories(src, out_path, n):
   trajs, errors = chatml.import_chatml_file(src)
   assert not errors
   with open(out_path, 'w', encoding='utf-8') as f:
     for t in trajs[:n]:
-      msgs = list(t.messages)
+      msgs = [_shorten(m) for m in t.messages]
       first_user = next(i for i, m in enumerate(msgs) if m.role == 'user')
       msgs[first_user] = dataclasses.replace(
           msgs[first_user], content=chatml.extract_question(msgs[1].content)

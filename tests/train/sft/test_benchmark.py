@@ -22,6 +22,7 @@ def test_benchmark_pulse(tmp_path, repo_root):
       '-m',
       'search_agent.train.sft.benchmark',
       '--seq_len=64',
+      '--rows=2',
       '--steps=1',
       f'--workdir={tmp_path}',
   ]
@@ -30,9 +31,10 @@ def test_benchmark_pulse(tmp_path, repo_root):
   )
   assert proc.returncode == 0, proc.stderr[-3000:]
   report = json.loads(proc.stdout[proc.stdout.index('{') :])
-  assert report['devices'] == 1 and report['tokens_per_step'] == 64
-  for key in ('ours_adamw_s', 'ours_muon_s', 'maxtext_adamw_s'):
-    assert report[key] > 0
-  assert report['ratio_ours_over_maxtext'] == pytest.approx(
-      report['ours_adamw_s'] / report['maxtext_adamw_s']
+  assert report['devices'] == 1 and report['tokens_per_update'] == 128
+  for name in ('before', 'after', 'after_adamw', 'maxtext_adamw'):
+    assert report[name]['update_s'] > 0 and report[name]['tokens_per_s'] > 0
+    assert 0 < report[name]['share_of_peak'] < 1
+  assert report['ours_adamw_over_maxtext_tokens_per_s'] == pytest.approx(
+      report['maxtext_adamw']['update_s'] / report['after_adamw']['update_s']
   )

@@ -27,16 +27,33 @@ def _cfg(path, **kw):
   return data_lib.DataConfig(**base)
 
 
-def test_shift_truncate_and_drop():
+def test_fit_keeps_whole_turns_and_counts_the_rest():
+  cov = data_lib.Coverage()
+  # Turns (mask runs) at ids [2, 4) and [5, 8); seq_len 5 fits 6 ids, so the
+  # second turn (ends at 8) does not fit with its context: dropped, not cut.
   ex = data_lib.to_examples(
-      [([5, 6, 7, 8], [0, 0, 1, 1]), ([1, 2], [1, 0]), ([9], [1])], seq_len=2
+      [
+          ([5, 6, 7, 8, 9, 10, 11, 12], [0, 0, 1, 1, 0, 1, 1, 1]),
+          ([1, 2], [1, 0]),
+      ],
+      seq_len=5,
+      coverage=cov,
   )
-  # Truncated to seq_len + 1 = 3 tokens: inputs [5, 6], targets [6, 7],
-  # mask taken on the targets [0, 1]. The second has no supervised target.
-  assert len(ex) == 1
-  assert ex[0]['inputs'].tolist() == [5, 6]
-  assert ex[0]['targets'].tolist() == [6, 7]
-  assert ex[0]['loss_mask'].tolist() == [0, 1]
+  assert len(ex) == 1  # the second view has no supervised target
+  assert ex[0]['inputs'].tolist() == [5, 6, 7]
+  assert ex[0]['targets'].tolist() == [6, 7, 8]
+  assert ex[0]['loss_mask'].tolist() == [0, 1, 1]
+  d = cov.as_dict()
+  assert (d['supervised_tokens'], d['kept_tokens']) == (5, 2)
+  assert (d['turns'], d['kept_turns'], d['dropped_turns']) == (2, 1, 1)
+  assert d['supervised_token_coverage'] == pytest.approx(0.4)
+  # The answer (last turn of the trajectory) did not fit.
+  assert (d['final_turns'], d['kept_final_turns']) == (1, 0)
+  # Everything fits: nothing dropped, the answer kept.
+  cov = data_lib.Coverage()
+  data_lib.to_examples([([5, 6, 7, 8, 9], [0, 0, 1, 0, 1])], 4, cov)
+  assert cov.as_dict()['supervised_token_coverage'] == 1.0
+  assert cov.kept_final_turns == 1
 
 
 def test_packed_updates_are_consistent(sft_jsonl, render):

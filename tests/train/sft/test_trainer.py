@@ -1,6 +1,7 @@
 """SFT trainer: resume after a kill, validation, metrics; the binary's pulse."""
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -125,6 +126,12 @@ def test_binary_pulse(tmp_path, repo_root, sft_jsonl, tiny_tokenizer_dir):
   assert all(np.isfinite(r['nll']) for r in rows)
   assert metrics_lib.read_metrics(str(tmp_path / 'metrics.jsonl'), 'val')
   assert (tmp_path / 'checkpoints' / '2').is_dir()
+  [data] = metrics_lib.read_metrics(str(tmp_path / 'metrics.jsonl'), 'data')
+  assert data['step'] == 0 and 0 < data['supervised_token_coverage'] <= 1
+  report = json.loads((tmp_path / 'data_report.json').read_text())
+  assert report['train']['supervised_token_coverage'] == pytest.approx(
+      data['supervised_token_coverage']
+  )
 
 
 def test_tiny_and_recipe_configs_convert(repo_root):

@@ -1,0 +1,108 @@
+"""Runs a synthesis job in a workdir (the library side of `synthesis.run`)."""
+
+import dataclasses
+import pathlib
+import time
+from typing import Any
+
+from search_agent.search.tantivy_backend import tantivy_engine
+from search_agent.synthesis import journal as journal_lib
+from search_agent.synthesis import pipeline
+from search_agent.synthesis import roles as roles_lib
+from search_agent.synthesis.controller import Controller
+from search_agent.synthesis.loop import SynthesisLoop
+from search_agent.synthesis.settings import SynthesisConfigError
+from search_agent.synthesis.settings import SynthesisJob
+
+
+class ProgrammaticRoles:
+  """The :tiny roles: pattern claims, template questions, nothing else."""
+
+  def extractor(self, job: SynthesisJob, workdir: pathlib.Path):
+    del workdir
+    for role, kind in job.roles.items():
+      if kind not in ('pattern', 'template', 'none', 'path'):
+        raise SynthesisConfigError(
+            f'role {role} is {kind!r}: LLM roles are built by'
+            ' synthesis.llm_roles.LLMRoles'
+        )
+    return None
+
+  def build(self, job, prep, workdir) -> dict[str, Any]:
+    del job, workdir
+    return {'generator': roles_lib.TemplateGenerator(prep.docs, prep.types)}
+
+
+def run_job(
+    job: SynthesisJob, workdir: str | pathlib.Path, roles=None
+) -> dict[str, Any]:
+  """Prepares, runs the loop (resuming), writes outputs; returns the report.
+
+  Args:
+    job: The job.
+    workdir: Output directory (created); its journal makes reruns resume.
+    roles: Has `extractor(job, workdir)` (a claim function or None for
+      the pattern extractor) and `build(job, prep, workdir)` (a dict with
+      'generator' and optional 'critic', 'solver', 'verifier',
+      'claim_selector'); default `ProgrammaticRoles` (raises for a job that
+      asks for an LLM role).
+  """
+  start = time.perf_counter()
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  index_dir, index_s = pipeline.timed(
+      pipeline.ensure_index, job.corpus, workdir
+  )
+  roles = roles or ProgrammaticRoles()
+  extract = roles.extractor(job, workdir)
+  prep, prep_s = pipeline.timed(
+      pipeline.prepare,
+      job.corpus,
+      job.anchor,
+      job.max_hops,
+      job.max_graphs,
+      extract,
+  )
+  built = roles.build(job, prep, workdir)
+  engine = tantivy_engine(index_dir)
+  try:
+    loop = SynthesisLoop(
+        built['generator'],
+        Controller(prep.docs, prep.claims, engine, job.controller),
+        job.loop,
+        critic=built.get('critic'),
+        solver=built.get('solver'),
+        verifier=built.get('verifier'),
+        claim_selector=built.get('claim_selector'),
+    )
+    journal = journal_lib.Journal(workdir / 'journal.jsonl')
+    resumed = len(journal.records)
+    ran, loop_s = pipeline.timed(
+        pipeline.run_loop, loop, prep.graphs, journal, job.chunk_size,
+        job.progress,
+    )  # fmt: skip
+  finally:
+    engine.close()
+    if hasattr(roles, 'close'):
+      roles.close()
+  manifest = {
+      'mode': job.mode,
+      'roles': job.programmatic_roles(),
+      'job': _jsonable(job),
+      'resumed_graphs': resumed,
+      'graphs_run_now': ran,
+      'seconds': {
+          'index': index_s,
+          'prepare': prep_s,
+          'loop': loop_s,
+      },
+  }
+  report = pipeline.write_outputs(
+      workdir, prep, journal, job.heldout_fraction, job.seed, manifest
+  )
+  report['seconds_total'] = round(time.perf_counter() - start, 2)
+  return report
+
+
+def _jsonable(job: SynthesisJob) -> dict[str, Any]:
+  return dataclasses.asdict(job)

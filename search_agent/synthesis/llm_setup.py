@@ -1,0 +1,103 @@
+"""Builds the LLM roles a job asks for (the non-programmatic `roles`).
+
+`LLMRoles(llms)` takes ready LLMs by name (tests pass scripted clients);
+any name it lacks is built from the job's `llm.<name>` section through
+llm.registry. Every LLM is wrapped in the response cache under
+`job.cache_dir` (default WORKDIR/llm_cache/<name>).
+"""
+
+import pathlib
+from typing import Any
+
+from search_agent.llm import protocol
+from search_agent.llm import registry
+from search_agent.search.tantivy_backend import tantivy_engine
+from search_agent.synthesis import cache as cache_lib
+from search_agent.synthesis import iris
+from search_agent.synthesis import llm_roles
+from search_agent.synthesis import roles as roles_lib
+from search_agent.synthesis import solver as solver_lib
+from search_agent.synthesis.settings import SynthesisConfigError
+from search_agent.synthesis.settings import SynthesisJob
+
+
+class LLMRoles:
+  """The role factory `job.run_job` calls (see ProgrammaticRoles)."""
+
+  def __init__(self, llms: dict[str, protocol.LLM] | None = None):
+    self._given = dict(llms or {})
+    self._built: dict[str, protocol.LLM] = {}
+    self.engine = None
+
+  def llm(self, job: SynthesisJob, workdir: pathlib.Path, name: str):
+    if name in self._built:
+      return self._built[name]
+    llm = self._given.get(name)
+    if llm is None:
+      section = job.llm.get(name) or {}
+      if not section.get('kind'):
+        raise SynthesisConfigError(
+            f'the job needs an LLM for {name!r}: set --config.llm.{name}.kind'
+            f' (openai: and .openai.base_url/.model)'
+        )
+      llm = registry.build(registry.from_dict(section))
+    root = (
+        pathlib.Path(job.cache_dir) if job.cache_dir else workdir / 'llm_cache'
+    )
+    self._built[name] = cache_lib.CachedLLM(llm, root / name)
+    return self._built[name]
+
+  def extractor(self, job: SynthesisJob, workdir: pathlib.Path):
+    if job.role('extractor') != 'llm':
+      return None
+    return llm_roles.LLMClaimExtractor(
+        self.llm(job, workdir, 'extractor'), job.loop.max_concurrency
+    )
+
+  def build(self, job: SynthesisJob, prep, workdir) -> dict[str, Any]:
+    docs = prep.docs
+    out: dict[str, Any] = {}
+    # A second engine over the same index for the roles that search (the
+    # controller's is closed by run_job).
+    self.engine = tantivy_engine(pathlib.Path(workdir) / 'index')
+    if job.mode == 'iris':
+      out['generator'] = iris.IrisGenerator(
+          self.llm(job, workdir, 'generator'), self.engine, docs,
+          job.iris,
+      )  # fmt: skip
+      out['verifier'] = iris.DualVerifier(
+          self.llm(job, workdir, 'reference'),
+          self.llm(job, workdir, 'judge'),
+          docs,
+          job.iris,
+      )
+    elif job.role('generator') == 'llm':
+      out['generator'] = llm_roles.LLMGenerator(
+          self.llm(job, workdir, 'generator'), docs
+      )
+    else:
+      out['generator'] = roles_lib.TemplateGenerator(docs, prep.types)
+    if job.role('critic') == 'llm':
+      out['critic'] = llm_roles.LLMCritic(
+          self.llm(job, workdir, 'critic'), docs
+      )
+    if job.role('solver') == 'agent':
+      judge = self.llm(job, workdir, 'judge') if job.llm.get('judge', {}).get(
+          'kind') or 'judge' in self._given else None  # fmt: skip
+      out['solver'] = solver_lib.AgentSolver(
+          self.llm(job, workdir, 'solver'), self.engine, judge=judge
+      )
+    if job.role('verifier') == 'llm' and job.mode != 'iris':
+      out['verifier'] = llm_roles.LLMVerifier(
+          self.llm(job, workdir, 'verifier'), self.engine, docs
+      )
+    if job.role('claim_selection') == 'judge':
+      out['claim_selector'] = llm_roles.JudgeClaimSelector(
+          self.llm(job, workdir, 'judge'), docs
+      )
+    return out
+
+  def close(self) -> None:
+    if self.engine is not None:
+      self.engine.close()
+      self.engine = None

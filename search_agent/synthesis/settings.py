@@ -1,0 +1,122 @@
+"""The synthesis config (tpu_configs/synthesis.py) as frozen dataclasses."""
+
+import dataclasses
+from typing import Any
+
+import ml_collections
+
+from search_agent.corpus.sources import CorpusSpec
+from search_agent.synthesis.controller import ControllerConfig
+from search_agent.synthesis.graph import AnchorConfig
+from search_agent.synthesis.iris import IrisConfig
+from search_agent.synthesis.loop import LoopConfig
+
+ROLE_CHOICES = {
+    'extractor': ('pattern', 'llm'),
+    'generator': ('template', 'llm'),
+    'critic': ('none', 'llm'),
+    'solver': ('none', 'agent'),
+    'verifier': ('none', 'llm'),
+    'claim_selection': ('path', 'judge'),
+}
+
+
+class SynthesisConfigError(ValueError):
+  """The synthesis config names an unknown role kind or a bad value."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SynthesisJob:
+  """One synthesis run.
+
+  Attributes:
+    mode: 'recipe' (open recipe loop) or 'iris' (abstraction + dual
+      verification).
+    corpus: Which corpus (and its index) to synthesise from.
+    anchor: Anchor graph sampling.
+    max_hops: Longest path.
+    max_graphs: Use at most this many evidence graphs (0 = all).
+    controller: Controller checks.
+    loop: Loop budgets and thresholds.
+    iris: Iris settings (mode 'iris').
+    roles: Role → kind (see ROLE_CHOICES).
+    llm: Role → LLM config section (llm.registry fields).
+    chunk_size: Evidence graphs per journalled chunk.
+    heldout_fraction: Share of tasks in the held-out split.
+    seed: Split seed.
+    progress: Progress bars.
+    cache_dir: Response cache directory ('' = WORKDIR/llm_cache).
+  """
+
+  mode: str = 'recipe'
+  corpus: CorpusSpec = CorpusSpec()
+  anchor: AnchorConfig = AnchorConfig()
+  max_hops: int = 3
+  max_graphs: int = 0
+  controller: ControllerConfig = ControllerConfig()
+  loop: LoopConfig = LoopConfig()
+  iris: IrisConfig = IrisConfig()
+  roles: dict[str, str] = dataclasses.field(default_factory=dict)
+  llm: dict[str, Any] = dataclasses.field(default_factory=dict)
+  chunk_size: int = 256
+  heldout_fraction: float = 0.2
+  seed: int = 0
+  progress: bool = True
+  cache_dir: str = ''
+
+  def __post_init__(self):
+    if self.mode not in ('recipe', 'iris'):
+      raise SynthesisConfigError(
+          f"mode must be 'recipe' or 'iris': {self.mode!r}"
+      )
+    for role, kind in self.roles.items():
+      if role not in ROLE_CHOICES:
+        raise SynthesisConfigError(
+            f'unknown role {role!r}; roles are {sorted(ROLE_CHOICES)}'
+        )
+      if kind not in ROLE_CHOICES[role]:
+        raise SynthesisConfigError(
+            f'role {role!r} kind {kind!r} is not one of {ROLE_CHOICES[role]}'
+        )
+    if not 1 <= self.max_hops <= 3:
+      raise SynthesisConfigError(f'max_hops must be 1..3: {self.max_hops}')
+    if self.chunk_size < 1:
+      raise SynthesisConfigError('chunk_size must be >= 1')
+
+  def role(self, name: str) -> str:
+    return self.roles.get(name, ROLE_CHOICES[name][0])
+
+  def programmatic_roles(self) -> dict[str, str]:
+    """Role → 'programmatic: <kind>' or 'llm: <kind>' (for the manifest)."""
+    out = {}
+    for role in ROLE_CHOICES:
+      kind = self.role(role)
+      if kind == 'none':
+        out[role] = 'not configured (stage skipped)'
+      elif kind in ('pattern', 'template', 'path'):
+        out[role] = f'programmatic ({kind})'
+      else:
+        out[role] = f'{kind} ({self.llm.get(role, {}).get("kind", "")})'
+    return out
+
+
+def job_from_config(c: ml_collections.ConfigDict) -> SynthesisJob:
+  """The frozen job of a config."""
+  d = c.to_dict()
+  return SynthesisJob(
+      mode=d['mode'],
+      corpus=CorpusSpec(**d['corpus']),
+      anchor=AnchorConfig(**d['anchor']),
+      max_hops=d['max_hops'],
+      max_graphs=d['max_graphs'],
+      controller=ControllerConfig(**d['controller']),
+      loop=LoopConfig(**d['loop']),
+      iris=IrisConfig(**d['iris']),
+      roles=dict(d['roles']),
+      llm={k: dict(v) for k, v in d['llm'].items()},
+      chunk_size=d['chunk_size'],
+      heldout_fraction=d['heldout_fraction'],
+      seed=d['seed'],
+      progress=d['progress'],
+      cache_dir=d['cache_dir'],
+  )

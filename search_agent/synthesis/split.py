@@ -1,0 +1,69 @@
+"""Train / held-out split with no evidence page shared between them.
+
+Tasks are joined into components by shared evidence pages (union-find);
+whole components go to the held-out split, smallest-hash first, until it
+holds `heldout_fraction` of the tasks (a component larger than the room
+left is skipped), so every task keeps its split and none is dropped. One-
+page tasks (most 1-hop ones) are singleton components unless they share
+a page, so the held-out split is rich in 1-hop tasks.
+"""
+
+import hashlib
+from typing import Sequence
+
+from search_agent.agent.task import Task
+
+
+class _UnionFind:
+
+  def __init__(self):
+    self.parent: dict[str, str] = {}
+
+  def find(self, x: str) -> str:
+    self.parent.setdefault(x, x)
+    while self.parent[x] != x:
+      self.parent[x] = self.parent[self.parent[x]]
+      x = self.parent[x]
+    return x
+
+  def union(self, a: str, b: str) -> None:
+    ra, rb = self.find(a), self.find(b)
+    if ra != rb:
+      self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def split_tasks(
+    tasks: Sequence[Task], heldout_fraction: float, seed: int = 0
+) -> tuple[list[Task], list[Task]]:
+  """(train, heldout), each in input order; evidence pages disjoint."""
+  if not 0.0 <= heldout_fraction < 1.0:
+    raise ValueError(f'heldout_fraction must be in [0, 1): {heldout_fraction}')
+  uf = _UnionFind()
+  for t in tasks:
+    pages = list(t.evidence)
+    for p in pages[1:]:
+      uf.union(pages[0], p)
+  members: dict[str, list[int]] = {}
+  for i, t in enumerate(tasks):
+    members.setdefault(uf.find(t.evidence[0]), []).append(i)
+
+  def order(root: str) -> str:
+    return hashlib.sha1(f'{seed}|{root}'.encode()).hexdigest()
+
+  room = int(round(heldout_fraction * len(tasks)))
+  heldout: set[int] = set()
+  for root in sorted(members, key=order):
+    ids = members[root]
+    if len(ids) <= room:
+      heldout.update(ids)
+      room -= len(ids)
+    if room == 0:
+      break
+  train = [t for i, t in enumerate(tasks) if i not in heldout]
+  held = [t for i, t in enumerate(tasks) if i in heldout]
+  return train, held
+
+
+def shared_pages(a: Sequence[Task], b: Sequence[Task]) -> set[str]:
+  """Evidence pages present in both splits (empty for a valid split)."""
+  return {p for t in a for p in t.evidence} & {p for t in b for p in t.evidence}

@@ -1,0 +1,57 @@
+"""SFT-RL climbing hand-off: an RL round's rollouts -> the next SFT pass.
+
+After a run, the rollouts of the groups the learner used (the journal of
+the replay queue) are read from the workers' `rollouts-*.jsonl`; Iris's
+selection (`filtering.climbing.climb_select`: per query in the pass band,
+the shortest correct rollout with enough tool turns) picks the SFT data,
+written as trajectory JSONL to `<workdir>/climbing/sft_train.jsonl` with a
+`report.json` beside it. `python -m search_agent.train.sft
+--config.data.format=trajectory --config.data.train_path=<that file>` reads
+it.
+"""
+
+import json
+import pathlib
+from typing import Any
+
+from search_agent.agent import trajectory as traj_lib
+from search_agent.filtering import climbing
+from search_agent.train.rl import replay_queue
+
+OUT_DIR = 'climbing'
+OUT_FILE = 'sft_train.jsonl'
+
+
+def used_rollouts(workdir: str) -> list[traj_lib.Trajectory]:
+  """Rollouts of the groups consumed by applied updates (latest copy)."""
+  used = replay_queue.ReplayQueue(pathlib.Path(workdir) / 'queue').consumed()
+  by_id = {}
+  for path in sorted(pathlib.Path(workdir).glob('rollouts-*.jsonl')):
+    for t in traj_lib.iter_jsonl(path, []):
+      if t.meta.get('group_id') in used:
+        by_id[t.id] = t
+  return list(by_id.values())
+
+
+def handoff(workdir: str, cfg: climbing.ClimbConfig) -> dict[str, Any]:
+  """Selects and writes the SFT data; returns the report."""
+  trajs = used_rollouts(workdir)
+  correct = {t.id: t.meta['reward']['correct'] >= 1.0 for t in trajs}
+  result = climbing.climb_select(trajs, correct, cfg)
+  out = pathlib.Path(workdir) / OUT_DIR
+  out.mkdir(parents=True, exist_ok=True)
+  path = out / OUT_FILE
+  tmp = path.with_suffix('.tmp')
+  tmp.unlink(missing_ok=True)
+  for t in result.kept:
+    traj_lib.append_jsonl(tmp, t)
+  tmp.touch()
+  tmp.replace(path)
+  report = {
+      'rollouts': len(trajs),
+      'selected': len(result.kept),
+      'path': str(path),
+      **result.stats,
+  }
+  (out / 'report.json').write_text(json.dumps(report, indent=1))
+  return report

@@ -1,0 +1,150 @@
+"""Per-update RL metrics: JSONL, TensorBoard, console, reward-curve plot.
+
+`metrics.jsonl` gets one JSON object per optimizer update (`update` and
+`step` are both the update index, 1-based; `policy_version` the version the
+update produced). Scalars also go to TensorBoard under `tb/`, a progress line
+to the console, and `reward_curves.png` is redrawn beside them (total,
+outcome and claim reward per update, as the seed's Figure 13). On resume
+from version s the file is rolled back to updates <= s (shared with SFT).
+"""
+
+import json
+import os
+import time
+from typing import Any, Mapping, Sequence
+
+from absl import logging
+import numpy as np
+import tensorboardX
+
+from search_agent.train.sft import metrics as sft_metrics
+
+PLOT = 'reward_curves.png'
+CURVES = (
+    ('reward_mean', 'total reward r'),
+    ('outcome_reward_mean', 'outcome y'),
+    ('claim_reward_mean', 'claim coverage c'),
+)
+
+
+def group_summary(groups: Sequence[Any]) -> dict[str, float]:
+  """Reward means over every trajectory of `groups`."""
+  trajs = [t for g in groups for t in g.trajectories]
+  mean = lambda xs: float(np.mean(xs)) if xs else 0.0  # pylint: disable=g-long-lambda
+  secs = [g.meta.get('seconds', 0.0) for g in groups]
+  return {
+      'reward_mean': mean([t.reward for t in trajs]),
+      'outcome_reward_mean': mean([t.correct for t in trajs]),
+      'claim_reward_mean': mean([t.coverage for t in trajs]),
+      'trajectories': len(trajs),
+      'trajectories_dropped_inexact': sum(
+          g.meta.get('dropped_inexact', 0) for g in groups
+      ),
+      'group_seconds_p50': float(np.median(secs)) if secs else 0.0,
+      'group_seconds_max': float(np.max(secs)) if secs else 0.0,
+  }
+
+
+def update_record(
+    *,
+    version,
+    groups,
+    used,
+    dropped,
+    sums,
+    grad_norm,
+    busy_s,
+    wall_s,
+    max_token_age,
+) -> dict[str, Any]:
+  """The metrics.jsonl object of one update (`sums`: loss.finalize's)."""
+  ages = np.asarray(sums['age_hist']).astype(int).tolist()
+  gen_tokens = sum(
+      int(np.sum(np.asarray(t.tokens.loss_mask)))
+      for g in groups
+      for t in g.trajectories
+  )
+  return {
+      'update': version,
+      'policy_version': version,
+      **group_summary(groups),
+      'groups_used': len(used),
+      'groups_dropped': len(dropped),
+      'loss': float(sums['loss']),
+      'eligible_tokens': float(sums['eligible_tokens']),
+      'icepop_mask_rate': float(sums['icepop_mask_rate']),
+      'logprob_gap': float(sums['logprob_gap']),
+      'logprob_abs_gap': float(sums['logprob_abs_gap']),
+      'token_age_hist': ages,
+      'tokens_past_age_limit': int(sum(ages[max_token_age + 1 :])),
+      'grad_norm': grad_norm,
+      'update_seconds': wall_s,
+      'learner_busy_seconds': busy_s,
+      'learner_utilization': busy_s / wall_s if wall_s > 0 else 0.0,
+      'tokens_per_s': gen_tokens / wall_s if wall_s > 0 else 0.0,
+      'time': time.time(),
+  }  # fmt: skip
+
+
+class RLMetricsWriter:
+  """Writes one record per update to every sink."""
+
+  def __init__(self, workdir: str, total_updates: int, resume_update: int):
+    os.makedirs(workdir, exist_ok=True)
+    self.workdir = workdir
+    self.path = os.path.join(workdir, 'metrics.jsonl')
+    sft_metrics.rollback(self.path, resume_update)
+    self._tb = tensorboardX.SummaryWriter(
+        os.path.join(workdir, 'tb'), purge_step=resume_update + 1
+    )
+    self._total = total_updates
+
+  def write(self, record: Mapping[str, Any]) -> None:
+    rec = dict(record)
+    rec['step'] = rec['update']
+    with open(self.path, 'a', encoding='utf-8') as f:
+      f.write(json.dumps(rec) + '\n')
+      f.flush()
+      os.fsync(f.fileno())
+    for k, v in rec.items():
+      if isinstance(v, (int, float)) and not isinstance(v, bool):
+        self._tb.add_scalar(f'rl/{k}', float(v), rec['update'])
+    self._tb.flush()
+    logging.info(
+        'update %d/%d v%d reward %.3f (y %.3f c %.3f) groups %d dropped %d'
+        ' mask %.3f gap %.2e loss %.4g util %.2f %.1fs',
+        rec['update'], self._total, rec['policy_version'],
+        rec['reward_mean'], rec['outcome_reward_mean'],
+        rec['claim_reward_mean'], rec['groups_used'], rec['groups_dropped'],
+        rec['icepop_mask_rate'], rec['logprob_gap'], rec['loss'],
+        rec['learner_utilization'], rec['update_seconds'],
+    )  # fmt: skip
+    plot(self.path, os.path.join(self.workdir, PLOT))
+
+  def close(self) -> None:
+    self._tb.close()
+
+
+def plot(metrics_path: str, out_path: str) -> None:
+  """Draws the reward curves of a metrics.jsonl file."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+
+  with open(metrics_path, encoding='utf-8') as f:
+    rows = [json.loads(line) for line in f if line.strip()]
+  fig, ax = plt.subplots(figsize=(6, 3.5))
+  x = [r['update'] for r in rows]
+  for key, label in CURVES:
+    ax.plot(x, [r[key] for r in rows], marker='o', label=label)
+  ax.set_xlabel('update')
+  ax.set_ylabel('mean reward')
+  ax.set_ylim(-0.02, 1.02)
+  ax.legend()
+  ax.grid(alpha=0.3)
+  fig.tight_layout()
+  tmp = out_path + '.tmp.png'
+  fig.savefig(tmp)
+  plt.close(fig)
+  os.replace(tmp, out_path)

@@ -1,0 +1,224 @@
+"""The RL binary's roles: learner, rollout worker, or both in one process.
+
+`learner` and `rollout` share only the workdir (replay queue, weight
+versions, tokenizer, index), as on separate slices; `all` runs the rollout
+worker in a thread with its own event loop, its sampler on the other half
+of the devices, and stops it when the learner is done (a dead worker thread
+stops the learner with its error).
+"""
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import threading
+import time
+from typing import Any, Iterator
+
+from absl import logging
+import jax
+
+from search_agent.agent import chat_prompts
+from search_agent.agent import react
+from search_agent.llm import sampler_client
+from search_agent.llm.prompts import prompt as prompt_lib
+from search_agent.model import families
+from search_agent.model import sampler as sampler_lib
+from search_agent.search import client as client_lib
+from search_agent.search import tools as tools_lib
+from search_agent.search.tantivy_backend import tantivy_engine
+from search_agent.train import checkpoint as checkpoint_lib
+from search_agent.train.rl import climbing_handoff
+from search_agent.train.rl import loop as loop_lib
+from search_agent.train.rl import replay_queue
+from search_agent.train.rl import rollout_worker
+from search_agent.train.rl import setup
+from search_agent.train.rl import task_pool
+from search_agent.train.rl import weight_sync
+
+ROLES = ('all', 'learner', 'rollout')
+
+
+def _paths(workdir: str) -> dict[str, str]:
+  return {
+      'queue': os.path.join(workdir, 'queue'),
+      'weights': os.path.join(workdir, 'weights'),
+      'checkpoints': os.path.join(workdir, 'checkpoints'),
+  }
+
+
+def write_manifest(c, workdir: str, role: str, extra: dict[str, Any]) -> None:
+  with open(c.tasks_path, 'rb') as f:
+    task_sha = hashlib.sha256(f.read()).hexdigest()
+  manifest = {
+      'role': role,
+      'config': c.to_dict(),
+      'tasks': {'path': c.tasks_path, 'sha256': task_sha},
+      'devices': [str(d) for d in jax.devices()],
+      **extra,
+  }
+  name = 'manifest.json' if role != 'rollout' else (
+      f'manifest-rollout-{c.rollout.worker_id}.json'
+  )  # fmt: skip
+  tmp = os.path.join(workdir, name + '.tmp')
+  with open(tmp, 'w', encoding='utf-8') as f:
+    json.dump(manifest, f, indent=1, default=str)
+  os.replace(tmp, os.path.join(workdir, name))
+
+
+def build_learner(c, workdir: str, devices, check_alive=lambda: None):
+  model = setup.learner_model(c, devices)
+  ckpt = checkpoint_lib.Checkpointer(
+      _paths(workdir)['checkpoints'],
+      checkpoint_lib.CheckpointConfig(
+          every=c.learner.checkpoint_every, keep=c.learner.checkpoint_keep
+      ),
+  )
+  return loop_lib.LearnerLoop(
+      setup.loop_config(c),
+      model=model,
+      tx=setup.optimizer(c, model),
+      tasks=task_pool.TaskPool(setup.load_tasks(c), seed=c.task_seed),
+      queue=replay_queue.ReplayQueue(_paths(workdir)['queue']),
+      weights=weight_sync.WeightStore(
+          _paths(workdir)['weights'], keep=c.weights.keep
+      ),
+      ckpt=ckpt,
+      workdir=workdir,
+      check_alive=check_alive,
+  )
+
+
+@contextlib.contextmanager
+def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
+  """A RolloutWorker on `devices`, its sampler synced to the weights dir."""
+  tok = setup.tokenizer(c, workdir)
+  cfg = dataclasses.replace(
+      setup.model_config(c),
+      max_target_length=c.sampler.max_prompt_len + c.sampler.max_new_tokens,
+  )
+  sampler = sampler_lib.Sampler(
+      cfg,
+      families.layout_preset(c.sampler.layout),
+      batch_size=c.sampler.batch_size,
+      max_prompt_len=c.sampler.max_prompt_len,
+      max_new_tokens=c.sampler.max_new_tokens,
+      devices=devices,
+  )
+  synced = weight_sync.SyncedSampler(
+      sampler, weight_sync.WeightStore(_paths(workdir)['weights'])
+  )
+  llm = sampler_client.SamplerLLM(
+      synced, chat_prompts.RendererPrompts(tok, c.tokenizer.chat_template)
+  )
+  index = setup.index_dir(c, workdir)
+  engine = tantivy_engine(index) if index else None
+  backend = engine or client_lib.HttpSearch(c.search.url)
+  tb_cfg = tools_lib.ToolboxConfig(
+      tools=tuple(c.search.tools), top_k=c.search.top_k
+  )
+  system = prompt_lib.load(c.rollout.system_prompt).render(
+      tools=react.tool_text(tools_lib.schemas.tool_schemas(tb_cfg.tools))
+  )
+  worker = rollout_worker.RolloutWorker(
+      setup.worker_config(c),
+      policy=llm,
+      agent_cfg=setup.agent_config(c),
+      toolbox_factory=lambda task: tools_lib.Toolbox(
+          backend, config=tb_cfg, context=task.question
+      ),
+      system_text=system,
+      scorer=setup.scorer(c),
+      queue=replay_queue.ReplayQueue(_paths(workdir)['queue']),
+      errors_path=os.path.join(workdir, 'rollout_errors.jsonl'),
+      rollouts_path=os.path.join(
+          workdir, f'rollouts-{c.rollout.worker_id}.jsonl'
+      ),
+  )
+  worker.synced = synced
+  try:
+    yield worker
+  finally:
+    if engine is not None:
+      engine.close()
+
+
+async def _serve(
+    worker, stop: threading.Event, weights_timeout_s: float, workdir: str
+):
+  """Serves until `stop`, or until the learner says it is done."""
+
+  async def watch():
+    while not stop.is_set():
+      if os.path.exists(loop_lib.done_path(workdir)):
+        logging.info('the learner is done; the rollout worker stops')
+        stop.set()
+      await asyncio.sleep(1.0)
+
+  watcher = asyncio.create_task(watch())
+  await asyncio.to_thread(
+      worker.synced.wait_for_weights, weights_timeout_s, time.sleep
+  )
+  await worker.serve(stop)
+  watcher.cancel()
+
+
+def run_rollout(c, workdir: str, stop: threading.Event | None = None) -> None:
+  """Serves groups until `stop` or the learner's done file (then exits)."""
+  stop = stop or threading.Event()
+  with rollout_worker_for(c, workdir, jax.devices()) as worker:
+    write_manifest(c, workdir, 'rollout', {'judge': worker.scorer.manifest})
+    asyncio.run(_serve(worker, stop, c.learner.stall_timeout_s, workdir))
+
+
+def _after(c, workdir: str) -> None:
+  if c.climbing.enabled:
+    out = climbing_handoff.handoff(workdir, setup.climb_config(c))
+    logging.info('SFT-RL climbing: %s', out)
+
+
+def run_learner(c, workdir: str) -> int:
+  loop = build_learner(c, workdir, jax.devices())
+  write_manifest(c, workdir, 'learner', {'judge': setup.scorer(c).manifest})
+  version = loop.run()
+  _after(c, workdir)
+  return version
+
+
+def run_all(c, workdir: str) -> int:
+  """Learner and one rollout worker in this process on split meshes."""
+  l_dev, s_dev = setup.split_devices(c, 'all')
+  stop, failure = threading.Event(), []
+  with rollout_worker_for(c, workdir, s_dev) as worker:
+
+    def serve():
+      try:
+        asyncio.run(_serve(worker, stop, c.learner.stall_timeout_s, workdir))
+      except BaseException as e:  # pylint: disable=broad-exception-caught
+        failure.append(e)  # re-raised in the learner's thread
+
+    def check_alive():
+      if failure:
+        raise RuntimeError(f'the rollout worker died: {failure[0]!r}') from (
+            failure[0]
+        )
+
+    thread = threading.Thread(target=serve, name='rollout', daemon=True)
+    thread.start()
+    try:
+      loop = build_learner(c, workdir, l_dev, check_alive)
+      write_manifest(
+          c, workdir, 'all',
+          {'judge': worker.scorer.manifest,
+           'learner_devices': [str(d) for d in l_dev],
+           'sampler_devices': [str(d) for d in s_dev]},
+      )  # fmt: skip
+      version = loop.run()
+    finally:
+      stop.set()
+      thread.join(timeout=60)
+    logging.info('sampler loaded versions %s', worker.synced.loads)
+  _after(c, workdir)
+  return version

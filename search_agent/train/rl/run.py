@@ -1,0 +1,57 @@
+r"""The RL run: rollout workers -> replay queue -> learner -> new weights.
+
+  python -m search_agent.train.rl.run --config=tpu_configs/rl.py[:tiny] \
+      --workdir=DIR [--role=all|learner|rollout] [--config.field=value ...]
+
+`all` (default) runs the learner and a rollout worker in one process on
+split meshes; `learner` and `rollout` run them as separate processes that
+share only DIR. Rerunning the same command resumes from DIR. Writes
+DIR/{metrics.jsonl, parity.json, manifest.json, reward_curves.png, tb/,
+checkpoints/, weights/, queue/}.
+"""
+
+import json
+import os
+
+# Before JAX starts: 8 simulated host devices, so --role=all splits a CPU
+# into a learner and a sampler mesh (no effect on TPU devices).
+if 'xla_force_host_platform_device_count' not in os.environ.get(
+    'XLA_FLAGS', ''
+):
+  os.environ['XLA_FLAGS'] = (
+      os.environ.get('XLA_FLAGS', '')
+      + ' --xla_force_host_platform_device_count=8'
+  ).strip()
+os.environ.setdefault('DECOUPLE_GCLOUD', 'TRUE')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+from ml_collections import config_flags
+
+from search_agent.model import quiet_logs
+from search_agent.train.rl import roles
+
+_CONFIG = config_flags.DEFINE_config_file(
+    'config', None, 'RL config (tpu_configs/rl.py).', lock_config=True
+)
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Run directory.')
+_ROLE = flags.DEFINE_enum('role', 'all', roles.ROLES, 'What to run.')
+flags.mark_flags_as_required(['config', 'workdir'])
+
+
+def main(argv):
+  del argv
+  quiet_logs.install()
+  os.makedirs(_WORKDIR.value, exist_ok=True)
+  c, workdir = _CONFIG.value, os.path.abspath(_WORKDIR.value)
+  if _ROLE.value == 'rollout':
+    roles.run_rollout(c, workdir)
+    return
+  run = roles.run_all if _ROLE.value == 'all' else roles.run_learner
+  version = run(c, workdir)
+  print(json.dumps({'policy_version': version, 'workdir': workdir}))
+
+
+if __name__ == '__main__':
+  app.run(main)

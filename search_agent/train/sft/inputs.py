@@ -1,0 +1,132 @@
+"""What an SFT run reads: tokenizer, data per mode, starting parameters.
+
+Data modes (`data.mode`):
+  * 'sft': trajectory JSONL / chatml -> context policy -> renderer -> views
+    fitted at whole turns (`train.data`); loss on assistant turns.
+  * 'pretrain': `[{title, text}]` corpus JSON -> text windows
+    (`pretrain_data`); loss on every token, optionally with synthetic
+    copy/recall sequences.
+
+Starting parameters (`init_from`): a pretraining (or any SFT) workdir; its
+latest checkpoint's parameters start the run (optimizer state, schedule and
+data position start fresh), and when `tokenizer_path` is '' its tokenizer
+(`<init_from>/tokenizer`) is used, so ids mean the same thing in both stages.
+"""
+
+import json
+import os
+from typing import Any, Iterator
+
+import grain
+
+from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.model import config as model_config_lib
+from search_agent.train import checkpoint as checkpoint_lib
+from search_agent.train import data as data_lib
+from search_agent.train.sft import config as sft_config
+from search_agent.train.sft import pretrain_data
+
+MODES = ('sft', 'pretrain')
+
+
+class InitError(ValueError):
+  """`init_from` names no usable checkpoint."""
+
+
+def load_or_train_tokenizer(
+    cfg: sft_config.SFTConfig, workdir: str
+) -> tokenizer_lib.Tokenizer:
+  """The configured tokenizer, init_from's, or the tiny one trained once."""
+  if cfg.tokenizer_path:
+    return tokenizer_lib.load_tokenizer(cfg.tokenizer_path)
+  for base in (cfg.init_from, workdir):
+    out = os.path.join(base, 'tokenizer') if base else ''
+    if out and os.path.isfile(os.path.join(out, tokenizer_lib.TOKENIZER_FILE)):
+      return tokenizer_lib.load_tokenizer(out)
+  if cfg.init_from:
+    raise InitError(
+        f'init_from {cfg.init_from} has no tokenizer/; set tokenizer_path'
+    )
+  if not cfg.tokenizer_corpus:
+    raise ValueError(
+        'set tokenizer_path, or tokenizer_corpus to train the tiny tokenizer'
+    )
+  with open(cfg.tokenizer_corpus, encoding='utf-8') as f:
+    docs = json.load(f)
+  out = os.path.join(workdir, 'tokenizer')
+  return tokenizer_lib.train_tiny_tokenizer(docs, out, cfg.model.vocab_size)
+
+
+class Inputs:
+  """The run's data: training updates, validation batches, the report."""
+
+  def __init__(self, cfg: sft_config.SFTConfig, workdir: str):
+    if cfg.data.mode not in MODES:
+      raise data_lib.DataError(
+          f'data.mode {cfg.data.mode!r} is not one of {MODES}'
+      )
+    self.tokenizer = load_or_train_tokenizer(cfg, workdir)
+    if self.tokenizer.vocab_size > cfg.model.vocab_size:
+      raise model_config_lib.ModelConfigError(
+          f'tokenizer has {self.tokenizer.vocab_size} ids but the model'
+          f' vocab_size is {cfg.model.vocab_size}; raise model.vocab_size'
+      )
+    self.cfg = cfg
+    d = cfg.data
+    if d.mode == 'sft':
+      self.render = data_lib.make_render_fn(
+          self.tokenizer,
+          cfg.context_policy,
+          cfg.keep_last_n_observations,
+          cfg.chat_template,
+      )
+      self.examples = data_lib.sft_examples(self.render, d.seq_len)
+    else:
+      self.render = None
+      self.examples = pretrain_data.example_fn(self.tokenizer, d.seq_len)
+
+  def _source(self, path: str, lines: tuple[int, int]):
+    d = self.cfg.data
+    if d.mode == 'sft':
+      return data_lib.JsonlTrajectories(path, lines, d.format)
+    return pretrain_data.CorpusTexts(path, lines, d.synthetic_fraction, d.seed)
+
+  def train_updates(self) -> grain.IterDataset:
+    d = self.cfg.data
+    return data_lib.packed_updates(
+        self._source(d.train_path, d.train_lines), self.examples, d
+    )
+
+  def validation(self) -> Iterator[data_lib.Example]:
+    d = self.cfg.data
+    return data_lib.packed_validation(
+        self._source(d.val_path, d.val_lines), self.examples, d
+    )
+
+
+def init_params(init_from: str, like: Any) -> tuple[Any, int]:
+  """Parameters of `init_from`'s latest checkpoint, shaped like `like`.
+
+  Returns:
+    (params, the checkpoint's update step).
+  """
+  directory = os.path.join(init_from, 'checkpoints')
+  if not os.path.isdir(directory):
+    raise InitError(f'init_from {init_from} holds no checkpoints/')
+  ckpt = checkpoint_lib.Checkpointer(
+      directory, checkpoint_lib.CheckpointConfig()
+  )
+  try:
+    step = ckpt.latest_step()
+    if step is None:
+      raise InitError(f'init_from {init_from}: no finished checkpoint')
+    try:
+      params = ckpt.restore_params(step, like)
+    except (ValueError, KeyError, TypeError) as e:
+      raise InitError(
+          f'init_from {init_from} step {step} does not fit this model (same'
+          f' model dims and vocab_size needed): {e}'
+      ) from e
+  finally:
+    ckpt.close()
+  return params, step

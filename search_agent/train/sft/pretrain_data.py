@@ -1,0 +1,115 @@
+"""Pretraining data: next-token loss on every token of corpus text.
+
+`data.mode = 'pretrain'` reads a `[{title, text}]` JSON corpus (the bundled
+2Wiki corpus). Element i of the source, for i below the number of documents,
+is document i as `{title}\\n{text}`; the elements after them (a
+`synthetic_fraction` share of the whole) are synthetic sequences that need
+copying names from earlier in the text, built from the documents' titles and
+seeded by their index (deterministic, so resume is exact):
+
+  * copy:   `copy: T1; T2; T3\\nagain: T1; T2; T3`
+  * recall: `facts: T1 = w1; T2 = w2; T3 = w3\\nrecall T2 = w2`, where w is
+    the first few words of that document's text.
+
+A tiny model SFT'd from scratch learns the tool-call template but never
+copies the question's entity into its query (../shared/notes/learning); these
+sequences exist to form copying (induction) before the tools are seen.
+
+Each text is encoded, `<|im_end|>` appended as the end of the document, and
+cut into windows of `seq_len + 1` tokens that overlap by one, so every token
+is a target exactly once (nothing is dropped: plain text has no context
+policy to respect). The loss mask is all ones.
+"""
+
+import json
+from typing import Callable
+
+import numpy as np
+
+from search_agent.train import data as data_lib
+
+NAMES_PER_SEQUENCE = 3
+RECALL_WORDS = 6
+
+
+class CorpusTexts:
+  """Random-access texts: corpus documents, then synthetic sequences."""
+
+  def __init__(
+      self,
+      path: str,
+      lines: tuple[int, int] = (0, 0),
+      synthetic_fraction: float = 0.0,
+      seed: int = 0,
+  ):
+    if not 0.0 <= synthetic_fraction < 1.0:
+      raise data_lib.DataError(
+          f'synthetic_fraction must be in [0, 1), got {synthetic_fraction}'
+      )
+    try:
+      with open(path, encoding='utf-8') as f:
+        docs = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+      raise data_lib.DataError(f'corpus {path}: {e}') from e
+    start, stop = lines
+    self._docs = [
+        (str(d['title']), str(d['text']))
+        for d in docs[start : stop or None]
+        if isinstance(d, dict) and d.get('title') and d.get('text')
+    ]
+    if len(self._docs) < NAMES_PER_SEQUENCE:
+      raise data_lib.DataError(
+          f'{path} lines {lines} hold {len(self._docs)} {{title, text}}'
+          ' documents; pretraining needs at least 3'
+      )
+    frac = synthetic_fraction
+    self._synthetic = round(len(self._docs) * frac / (1.0 - frac))
+    self._seed = seed
+
+  def __len__(self) -> int:
+    return len(self._docs) + self._synthetic
+
+  def __getitem__(self, index: int) -> str:
+    if index < len(self._docs):
+      title, text = self._docs[index]
+      return f'{title}\n{text}'
+    return self.synthetic(index - len(self._docs))
+
+  def synthetic(self, k: int) -> str:
+    """The k-th synthetic sequence (copy for even k, recall for odd)."""
+    rng = np.random.default_rng((self._seed, k))
+    picks = rng.choice(len(self._docs), NAMES_PER_SEQUENCE, replace=False)
+    titles = [self._docs[i][0] for i in picks]
+    if k % 2 == 0:
+      names = '; '.join(titles)
+      return f'copy: {names}\nagain: {names}'
+    words = [' '.join(self._docs[i][1].split()[:RECALL_WORDS]) for i in picks]
+    facts = '; '.join(f'{t} = {w}' for t, w in zip(titles, words))
+    j = int(rng.integers(NAMES_PER_SEQUENCE))
+    return f'facts: {facts}\nrecall {titles[j]} = {words[j]}'
+
+
+def windows(ids, seq_len: int) -> list[data_lib.Example]:
+  """Token ids -> examples of <= seq_len targets; every token targeted once."""
+  ids = np.asarray(ids, np.int32)
+  out = []
+  for start in range(0, max(len(ids) - 1, 0), seq_len):
+    chunk = ids[start : start + seq_len + 1]
+    out.append(
+        {
+            'inputs': chunk[:-1],
+            'targets': chunk[1:],
+            'loss_mask': np.ones(len(chunk) - 1, np.int32),
+        }
+    )
+  return out
+
+
+def example_fn(tokenizer, seq_len: int) -> Callable[[str], list]:
+  """Text -> its training windows (the document end token appended)."""
+  eos = tokenizer.eos_id
+
+  def examples(text: str) -> list[data_lib.Example]:
+    return windows(tokenizer.encode(text) + [eos], seq_len)
+
+  return examples

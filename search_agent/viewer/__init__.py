@@ -1,0 +1,1 @@
+"""The trajectory and run viewer (no JAX): workdirs in, one HTML page out."""

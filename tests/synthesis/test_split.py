@@ -1,0 +1,26 @@
+"""The held-out split shares no evidence page with train."""
+
+import pytest
+
+from search_agent.agent.task import Task
+from search_agent.synthesis import split
+
+
+def _task(i, pages):
+  return Task(id=str(i), question=f'q{i}', answer='a', evidence=tuple(pages))
+
+
+def test_components_stay_whole_and_pages_are_disjoint():
+  tasks = [_task(i, [f'p{i}']) for i in range(50)]
+  tasks += [_task(100, ['p1', 'x']), _task(101, ['x', 'y']), _task(102, ['y'])]
+  train, held = split.split_tasks(tasks, 0.3)
+  assert len(train) + len(held) == len(tasks)
+  assert not split.shared_pages(train, held)
+  assert abs(len(held) - 0.3 * len(tasks)) <= 4
+  sides = {t.id: 'h' for t in held} | {t.id: 't' for t in train}
+  assert sides['1'] == sides['100'] == sides['101'] == sides['102']
+
+
+def test_bad_fraction_raises():
+  with pytest.raises(ValueError, match='heldout_fraction'):
+    split.split_tasks([], 1.0)

@@ -1,0 +1,52 @@
+"""The RL binary's edge: SFT hand-off, device split, judge choice."""
+
+import importlib.util
+
+import jax
+import numpy as np
+import pytest
+
+from search_agent.train import checkpoint as checkpoint_lib
+from search_agent.train.rl import scoring
+from search_agent.train.rl import setup
+
+
+def _config(repo_root, arg='tiny'):
+  spec = importlib.util.spec_from_file_location(
+      'rl_config', repo_root / 'tpu_configs' / 'rl.py'
+  )
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod.get_config(arg)
+
+
+def test_split_devices_and_judge(repo_root):
+  c = _config(repo_root)
+  learner, sampler = setup.split_devices(c, 'all')
+  assert len(learner) == 4 and len(sampler) == 4
+  assert not set(learner) & set(sampler)
+  assert isinstance(setup.scorer(c), scoring.DeterministicScorer)
+  c.learner.devices = 7
+  with pytest.raises(setup.RLSetupError, match='do not fit'):
+    setup.split_devices(c, 'all')
+  c.judge.kind = 'oracle'
+  with pytest.raises(setup.RLSetupError, match='judge.kind'):
+    setup.scorer(c)
+
+
+@pytest.mark.maxtext
+@pytest.mark.slow
+def test_learner_starts_from_an_sft_checkpoint(repo_root, tmp_path):
+  """--config.init.sft_workdir=DIR: the SFT run's latest params."""
+  c = _config(repo_root)
+  devices = jax.devices()[:1]
+  model = setup.learner_model(c, devices)
+  trained = jax.tree.map(lambda x: x + 1.0, model.params)
+  ckpt = checkpoint_lib.Checkpointer(
+      tmp_path / 'sft' / 'checkpoints', checkpoint_lib.CheckpointConfig()
+  )
+  ckpt.save(7, {'params': trained, 'opt_state': {}}, {'position': 0})
+  ckpt.close()
+  c.init.sft_workdir = str(tmp_path / 'sft')
+  got = setup.learner_model(c, devices)
+  jax.tree.map(np.testing.assert_array_equal, got.params, trained)
