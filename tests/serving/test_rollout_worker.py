@@ -42,10 +42,12 @@ def test_worker_group_through_the_server(server, tiny_index, tmp_path):
       policy=policy,
       agent_cfg=react.AgentConfig(
           budgets=budgets.Budgets(
-              max_steps=2, max_output_tokens=16, context_limit=1790,
+              max_steps=2,
+              max_output_tokens=16,
+              context_limit=1790,
               min_output_tokens=8,
           ),
-      ),  # fmt: skip
+      ),
       toolbox_factory=lambda task: tools_lib.Toolbox(
           engine, config=tb_cfg, context=task.question
       ),
