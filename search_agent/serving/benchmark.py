@@ -47,6 +47,12 @@ _OBS = flags.DEFINE_list('obs_range', ['64', '128'], 'Observation tokens.')
 _STEPS = flags.DEFINE_integer('steps_per_call', 8, 'Server decode steps.')
 _SWEEP = flags.DEFINE_list('concurrency', ['1', '8'], 'Extra sweep points.')
 _PORT = flags.DEFINE_integer('port', 8911, 'Server port.')
+_CHUNK = flags.DEFINE_integer(
+    'max_chunk',
+    0,
+    'Server max_chunk (0: obs max + 64; smaller re-prefills'
+    ' the whole context when a turn adds more).',
+)
 
 
 def _workload(n, vocab, seed):
@@ -82,7 +88,7 @@ def _measure(llm, prompts, vocab, before=None, after=None) -> dict:
 def _server(cfg, layout, params, tok, max_ctx) -> tuple[dict, object]:
   ecfg = engine_types.EngineConfig(
       slots=_N.value, max_context=max_ctx, max_new_tokens=int(_OUT.value[1]),
-      max_chunk=int(_OBS.value[1]) + 64, prefill_min_tokens=64,
+      max_chunk=_CHUNK.value or int(_OBS.value[1]) + 64, prefill_min_tokens=64,
       steps_per_call=_STEPS.value, max_queue=4 * _N.value,
   )  # fmt: skip
   core = engine_core.EngineCore(
