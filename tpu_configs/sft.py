@@ -26,6 +26,10 @@ from search_agent.model import families
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SHARED = os.path.join(os.path.dirname(_REPO), 'shared', 'data')
 VARIANTS = ('tiny', 'recipe', 'pretrain_tiny')
+# The bundled 2Wiki corpus (in the repository, so a fresh checkout runs).
+_CORPUS = os.path.join(
+    _REPO, 'search_agent', 'corpus', 'data', '2wikimultihopqa_corpus.json'
+)
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -45,9 +49,6 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # at 2048 no final answer turn fits with its context, at 8192 161 of 190
     # do and 89% of supervised tokens are kept (data_report).
     c.model.max_target_length = 8192
-    # Remat only the attention scores (projections and MLP dots saved): the
-    # tiny model's activations are small (search_agent.train.sft.benchmark).
-    c.model.remat_policy = 'minimal'
   # Parallel layout (search_agent.model.mesh.Parallelism fields).
   c.layout = families.as_dict(
       families.layout_preset('fsdp' if tiny else 'recipe_tp2_cp8_ep8')
@@ -124,7 +125,7 @@ def _pretrain_tiny() -> ml_collections.ConfigDict:
   """The tiny MoE pretrained from scratch on the bundled corpus."""
   c = get_config('tiny')
   c.model.max_target_length = 2048
-  corpus = c.tokenizer_corpus
+  corpus = c.tokenizer_corpus = _CORPUS
   c.data.update(
       dict(
           mode='pretrain',
