@@ -234,7 +234,13 @@ class ReActAgent:
         max_tokens=cfg.budgets.output_room(n_prompt),
         seed=None if cfg.seed is None else cfg.seed + step,
     )
-    messages = [messages_lib.to_message(t) for t in run.ctx.view()]
+    view = run.ctx.view()
+    messages = [messages_lib.to_message(t) for t in view]
+    after = run.tokens.continuation()
+    if after is not None and view == run.ctx.history:
+      # Nothing elided: the sampled ids continue the next prompt exactly.
+      index, ids = after
+      messages[index] = {**messages[index], protocol.SAMPLED_TOKEN_IDS: ids}
     try:
       [completion] = await self.llm.chat(messages, params)
     except protocol.ContextLengthError:
