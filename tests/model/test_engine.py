@@ -1,0 +1,209 @@
+"""Rollout engine on the tiny MaxText MoE: exactness, batching, sessions."""
+
+import dataclasses
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from search_agent.model import engine as engine_lib
+from search_agent.model import engine_core
+from search_agent.model import engine_types as T
+from search_agent.model import families
+from search_agent.model import logprobs
+from search_agent.model import maxtext_model
+from search_agent.model import sampler as sampler_lib
+
+pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
+
+PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [100, 200, 300]]
+LONG = list(range(40, 80))  # prefilled in one forward (>= prefill_min_tokens)
+CONFIG = T.EngineConfig(
+    slots=4, max_context=96, max_new_tokens=16, max_chunk=24,
+    prefill_min_tokens=20, steps_per_call=4, max_queue=8,
+)  # fmt: skip
+
+
+@pytest.fixture(scope='module')
+def engine(tiny_cfg, model1):
+  core = engine_core.EngineCore(
+      tiny_cfg, families.layout_preset('fsdp'), slots=CONFIG.slots,
+      max_context=CONFIG.max_context, ring_len=CONFIG.ring_len,
+      steps_per_call=CONFIG.steps_per_call, devices=jax.devices()[:1],
+  )  # fmt: skip
+  e = engine_lib.Engine(core, CONFIG, vocab_size=tiny_cfg.vocab_size)
+  e.start(model1.params, version=7)
+  yield e
+  e.close()
+
+
+def _greedy(prompt, n=12, **kw):
+  return T.GenerateRequest(
+      input_ids=tuple(prompt), temperature=0.0, max_new_tokens=n, **kw
+  )
+
+
+def _full_forward(model, seq, routing=None):
+  toks = jnp.asarray([seq[:-1]], jnp.int32)
+  n = toks.shape[1]
+  pos, seg = jnp.arange(n)[None], jnp.ones_like(toks)
+  forced = None if routing is None else jnp.asarray(routing[None, :n])
+  with model.rules():
+    lp, out = logprobs.token_logprobs(
+        model, model.params, toks, pos, seg, jnp.asarray([seq[1:]]), forced
+    )
+    logits = maxtext_model.logits_from_hidden(
+        model.graphdef, model.params, model.rest, out.hidden_btd
+    )
+  return np.asarray(lp[0]), np.asarray(jnp.argmax(logits[0], -1)), out
+
+
+def test_greedy_equals_sampler_and_full_forward_argmax(
+    engine, tiny_cfg, model1
+):
+  sampler = sampler_lib.Sampler(
+      tiny_cfg, families.layout_preset('fsdp'), batch_size=3,
+      max_prompt_len=48, max_new_tokens=12, devices=jax.devices()[:1],
+  )  # fmt: skip
+  sampler.set_params(model1.params, policy_version=7)
+  prompts = PROMPTS + [LONG]
+  ref = sampler.generate(prompts, temperature=0.0)
+  for prompt, want in zip(prompts, ref):
+    got = engine.generate(_greedy(prompt))
+    assert got.token_ids == want.token_ids
+    assert got.finish_reason == 'length' and got.versions == (7,) * 12
+    np.testing.assert_allclose(got.logprobs, want.logprobs, atol=1e-4)
+    seq = list(prompt) + list(got.token_ids)
+    lp, argmax, out = _full_forward(model1, seq)
+    assert tuple(argmax[len(prompt) - 1 :].tolist()) == got.token_ids
+    np.testing.assert_allclose(lp[len(prompt) - 1 :], got.logprobs, atol=1e-4)
+    # Routing of every token fed, i.e. prompt + generated but the last.
+    assert got.routed_from == 0
+    np.testing.assert_array_equal(got.routed_experts, out.routing_bsle[0])
+
+
+def test_sampled_logprobs_are_the_sampling_distribution(engine, model1):
+  prompt = [21, 22, 23, 24, 25, 26, 27]  # no other slot shares a prefix
+  req = T.GenerateRequest(
+      input_ids=tuple(prompt), max_new_tokens=12, seed=5, session_id='x'
+  )
+  got = engine.generate(req)
+  again = engine.generate(dataclasses.replace(req, session_id='y'))
+  assert got.routed_from == 0 and got.cached_tokens == 0
+  assert got.token_ids == again.token_ids  # the seed fixes the draw
+  assert again.cached_tokens == 6  # copied from session x's slot
+  seq = prompt + list(got.token_ids)
+  lp, _, _ = _full_forward(model1, seq, got.routed_experts)
+  np.testing.assert_allclose(lp[len(prompt) - 1 :], got.logprobs, atol=1e-4)
+
+
+def test_session_turn_prefills_only_new_tokens(engine):
+  LONG2 = list(range(300, 340))  # pylint: disable=invalid-name
+  first = engine.generate(_greedy(LONG2, 8, session_id='s1'))
+  turn2 = LONG2 + list(first.token_ids) + [900, 901, 902]
+  before = engine.metrics()
+  second = engine.generate(_greedy(turn2, 8, session_id='s1'))
+  after = engine.metrics()
+  # The cached context is every token fed in turn 1.
+  assert second.cached_tokens == len(LONG2) + len(first.token_ids) - 1
+  assert after['prefill_tokens'] == before['prefill_tokens']
+  assert after['fed_prompt_tokens'] - before['fed_prompt_tokens'] == 4
+  # A diverging turn reuses only the common prefix.
+  branch = engine.generate(_greedy(LONG2[:30] + [7, 7], 8, session_id='s2'))
+  assert branch.cached_tokens == 30  # copied from session s1's slot
+  # Same tokens as a fresh request over the whole context.
+  engine.release('s1')
+  engine.release('s2')
+  with pytest.raises(T.UnknownIdError):
+    engine.release('s1')
+  fresh = engine.generate(_greedy(turn2, 8, session_id='other'))
+  assert fresh.cached_tokens == 0 and fresh.token_ids == second.token_ids
+  np.testing.assert_allclose(fresh.logprobs, second.logprobs, atol=1e-4)
+  engine.release('other')
+
+
+def test_continuous_batching_matches_requests_alone(engine):
+  prompts = [[i + 1, i + 2, i + 3] for i in range(7)]
+  alone = [engine.generate(_greedy(p, 5 + i)) for i, p in enumerate(prompts)]
+  results = [None] * len(prompts)
+  done = threading.Barrier(len(prompts) + 1)
+
+  def run(i):
+    results[i] = engine.generate(_greedy(prompts[i], 5 + i))
+    done.wait()
+
+  # 7 requests of different lengths on 4 slots: they join as others leave.
+  for i in range(len(prompts)):
+    threading.Thread(target=run, args=(i,)).start()
+  done.wait(timeout=300)
+  for a, b in zip(alone, results):
+    assert a.token_ids == b.token_ids
+
+
+def test_bad_requests(engine):
+  with pytest.raises(
+      T.ContextTooLongError, match='97 tokens is too long.*max_context.* is 96'
+  ):
+    engine.generate(_greedy([1] * 97))
+  with pytest.raises(T.RequestError, match='vocabulary'):
+    engine.generate(_greedy([1, 10**6]))
+  with pytest.raises(T.RequestError, match='max_new_tokens'):
+    engine.generate(_greedy([1], 17))
+  with pytest.raises(T.UnknownIdError):
+    engine.abort(['nope'])
+
+
+def test_abort_returns_partial_pause_and_queue_limit(engine):
+  engine.pause()
+  box = []
+  engine.submit(_greedy([3, 4, 5], 16, request_id='a1'), box.append)
+  for i in range(CONFIG.max_queue - 1):
+    engine.submit(_greedy([3, 4, 5], 2, request_id=f'q{i}'), box.append)
+  with pytest.raises(T.QueueFullError, match='max_queue') as e:
+    engine.submit(_greedy([3, 4, 5], 2), box.append)
+  assert e.value.retry_after_s == CONFIG.retry_after_s
+  engine.abort([f'q{i}' for i in range(CONFIG.max_queue - 1)])
+  engine.abort(['a1'])
+  engine.resume()
+  engine.generate(_greedy([1, 2], 2))  # a full loop iteration ran
+  assert {r.finish_reason for r in box} == {'abort'} and len(box) == 8
+
+
+def test_update_weights_aborts_in_flight_and_recomputes(engine, model1):
+  first = engine.generate(_greedy(PROMPTS[1], 6, session_id='w'))
+  doubled = jax.tree.map(lambda x: x * 1.5, model1.params)
+  info = engine.update_weights(doubled, version=8, abort=True)
+  assert info['version'] == 8 and info['recomputed_tokens'] > 0
+  turn2 = PROMPTS[1] + list(first.token_ids) + [11]
+  second = engine.generate(_greedy(turn2, 6, session_id='w'))
+  assert second.versions == (8,) * 6 and second.cached_tokens > 0
+  fresh = engine.generate(_greedy(turn2, 6, session_id='w2'))
+  assert fresh.token_ids == second.token_ids
+  engine.update_weights(model1.params, version=9, abort=False)
+
+
+def test_group_shares_its_prompt_prefill(engine):
+  before = engine.metrics()
+  prompt = tuple(range(200, 240))
+  box = []
+  engine.pause()
+  for i in range(3):
+    engine.submit(
+        T.GenerateRequest(input_ids=prompt, max_new_tokens=4, seed=i,
+                          session_id=f'g{i}', request_id=f'g{i}'),
+        box.append,
+    )  # fmt: skip
+  engine.resume()
+  engine.generate(_greedy([1], 1))
+  after = engine.metrics()
+  # One prefill forward of 39 tokens; the two others copy its KV.
+  assert after['prefill_tokens'] - before['prefill_tokens'] == 39
+  assert after['copied_tokens'] - before['copied_tokens'] == 2 * 39
+  alone = engine.generate(
+      T.GenerateRequest(input_ids=prompt, max_new_tokens=4, seed=2,
+                        session_id='g-alone')
+  )  # fmt: skip
+  by_id = {r.request_id: r for r in box}
+  assert by_id['g2'].token_ids == alone.token_ids
