@@ -6,6 +6,7 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from search_agent.model import quiet_logs
 from search_agent.train.sft import config as sft_config
 from search_agent.train.sft import trainer
 
@@ -22,6 +23,7 @@ flags.mark_flags_as_required(['config', 'workdir'])
 
 
 def main(argv):
+  quiet_logs.install()
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   cfg = sft_config.from_config_dict(_CONFIG.value)
