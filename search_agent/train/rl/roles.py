@@ -118,7 +118,7 @@ def policy_for(c, workdir: str, devices, tok) -> tuple[Any, Any]:
             return_token_ids=True,
         )
     )  # fmt: skip
-    return llm, server_policy.NoSync()
+    return server_policy.StampedLLM(llm, store), server_policy.NoSync()
   if kind != 'in_process':
     raise setup.RLSetupError(
         f'rollout.policy {kind!r}: use one of {server_policy.POLICIES}'

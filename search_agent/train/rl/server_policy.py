@@ -13,12 +13,17 @@
     the server's ids, logprobs, versions and routing records.
   * 'openai': any OpenAI-compatible chat endpoint (vLLM, SGLang, this
     repo's server's /v1). Token ids come back only where the server returns
-    them (vLLM `return_token_ids`, or `token_id:N` logprob tokens); without
-    them every rollout fails the exactness check and is dropped. What is
-    lost against 'server': no policy version on the tokens (stamped -1, so
-    the token-age mask cannot see staleness), no routing record (set
-    `parity.require_routing=False`; the learner's forward routes afresh),
-    and no weight push (the endpoint's operator loads new weights).
+    them (vLLM `return_token_ids`, or `token_id:N` logprob tokens; this
+    repo's server returns `token_ids` and `prompt_token_ids`); without them
+    every rollout fails the exactness check and is dropped. What is lost
+    against 'server': the endpoint renders each turn's prompt from text, so
+    a reply whose text does not re-tokenize to the sampled ids breaks the
+    prefix check (dropped, counted); no policy version on the tokens (they
+    are stamped with the store's newest version at request time, which
+    holds only if the endpoint's operator loads each published version
+    before the next requests); no routing record (set
+    `parity.require_routing=False`; the learner's forward routes afresh);
+    and no weight push.
 
 A push that fails (server down, bad path) keeps that server on its old
 version and is recorded in `load_errors`; it is retried at the next call.
@@ -26,6 +31,7 @@ version and is recorded in `load_errors`; it is retried at the next call.
 
 import asyncio
 import collections
+import dataclasses
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -196,6 +202,23 @@ class RoutedServerLLM(server_client.ServerLLM):
     while len(self._done) > self.keep:
       self._done.popitem(last=False)
     return out
+
+
+class StampedLLM:
+  """Stamps the store's newest version on completions that carry none."""
+
+  def __init__(self, llm: Any, store: weight_sync.WeightStore):
+    self.llm, self.store = llm, store
+    self.name = getattr(llm, 'name', 'openai')
+
+  async def chat(self, messages, params) -> list[protocol.Completion]:
+    v = self.store.latest_version()
+    out = await self.llm.chat(messages, params)
+    return [
+        c if c.policy_version is not None or v is None
+        else dataclasses.replace(c, policy_version=v)
+        for c in out
+    ]  # fmt: skip
 
 
 class NoSync:

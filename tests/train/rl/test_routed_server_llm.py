@@ -1,14 +1,16 @@
-"""RoutedServerLLM: routing of a prefix copied from a running sibling slot."""
+"""Server-policy clients: routing of copied prefixes, OpenAI versions."""
 
 import asyncio
 import json
 
 import httpx
+import jax.numpy as jnp
 import numpy as np
 
 from search_agent.llm import protocol
 from search_agent.llm import server_client
 from search_agent.train.rl import server_policy
+from search_agent.train.rl import weight_sync
 
 
 class Prompts:
@@ -65,3 +67,22 @@ def test_copied_prefix_gets_the_finished_siblings_routing():
         np.asarray(c.routed_experts)[:, 0, 0], np.arange(5)
     )
   assert llm.spliced_routes == 1
+
+
+def test_openai_completions_get_the_stores_version(tmp_path):
+  store = weight_sync.WeightStore(tmp_path)
+
+  class Endpoint:
+    name = 'endpoint'
+
+    async def chat(self, messages, params):
+      del messages, params
+      return [protocol.Completion(text='x', finish_reason='stop')]
+
+  llm = server_policy.StampedLLM(Endpoint(), store)
+  params = protocol.SamplingParams(max_tokens=2)
+  (c,) = asyncio.run(llm.chat([], params))
+  assert c.policy_version is None  # nothing published yet
+  store.publish({'w': jnp.zeros(2)}, 3)
+  (c,) = asyncio.run(llm.chat([], params))
+  assert c.policy_version == 3
