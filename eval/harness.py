@@ -58,6 +58,9 @@ class EvalConfig:
       tokenizer (bundled with maxtext), anything else a tokenizer.json path.
     regrade: Grade every trajectory again (e.g. with another judge); the
       new records supersede the old ones.
+    tool_text: How the system prompt lists the tools: 'json' (schemas, the
+      recipe's) or 'signature' (one line a tool: compact prompts for tiny
+      models; agent.react.tool_text).
     repeats: Rollouts per question (ids '<task>#0' .. '#N-1'): avg@N and
       pass@N.
     max_failed_share: More failed rollouts than this share of all of them
@@ -74,11 +77,17 @@ class EvalConfig:
   concurrency: int = 8
   tokenizer: str = ''
   regrade: bool = False
+  tool_text: str = 'json'
   repeats: int = 1
   max_failed_share: float = 0.1
   progress_every_s: float = 10.0
 
   def __post_init__(self):
+    if self.tool_text not in react.TOOL_TEXT_STYLES:
+      raise ValueError(
+          f'tool_text {self.tool_text!r} is not one of'
+          f' {react.TOOL_TEXT_STYLES}'
+      )
     if self.mode not in MODES:
       raise ValueError(f'eval mode {self.mode!r} is not one of {MODES}')
     if self.concurrency < 1:
@@ -164,6 +173,7 @@ async def evaluate(
       concurrency=config.concurrency,
   )
   manifest['token_counter'] = config.tokenizer or 'chars/3'
+  manifest['tool_text'] = config.tool_text
   manifest['retries'] = {
       'policy_http_attempts': getattr(policy, 'attempts', None),
       'judge_http_attempts': getattr(judge, 'attempts', None),
@@ -185,7 +195,9 @@ async def evaluate(
 def _runner(config, policy, toolbox_factory, tool_schemas):
   """The per-question coroutine (single agent or MAS) and prompt hashes."""
   system = prompt_lib.load(config.system_prompt)
-  system_text = system.render(tools=react.tool_text(tool_schemas))
+  system_text = system.render(
+      tools=react.tool_text(tool_schemas, config.tool_text)
+  )
   agent = react.ReActAgent(policy, config.agent, counter=counter(config))
   prompts = {config.system_prompt: system.sha256}
   if config.agent.context.policy == 'summary':
@@ -193,7 +205,9 @@ def _runner(config, policy, toolbox_factory, tool_schemas):
     prompts[summary.name] = summary.sha256
   if config.mode == 'mas':
     mas = mas_lib.MultiAgentSystem(
-        agent, config.mas, tool_text=react.tool_text(tool_schemas)
+        agent,
+        config.mas,
+        tool_text=react.tool_text(tool_schemas, config.tool_text),
     )
     prompts.update(mas.prompt_hashes)
 

@@ -64,6 +64,7 @@ def eval_config(c: Any) -> harness.EvalConfig:
       concurrency=c.concurrency,
       tokenizer=c.tokenizer,
       regrade=c.regrade,
+      tool_text=c.tool_text,
       repeats=c.repeats,
       max_failed_share=c.max_failed_share,
       progress_every_s=c.progress_every_s,

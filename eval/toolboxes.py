@@ -22,7 +22,9 @@ from search_agent.corpus import sources
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import client as client_lib
+from search_agent.search import engine as engine_lib
 from search_agent.search import reranker as reranker_lib
+from search_agent.search import snippets
 from search_agent.search import tantivy_build
 from search_agent.search import tantivy_index
 from search_agent.search import tools as tools_lib
@@ -48,6 +50,18 @@ def _tiny_index(index_dir: pathlib.Path, max_docs: int) -> str:
         sources.CorpusSpec(max_docs=max_docs), index_dir
     )
   return str(index_dir)
+
+
+def engine_config(search: Mapping[str, Any]) -> engine_lib.EngineConfig:
+  """The embedded engine's settings: snippet_words > 0 shortens excerpts
+  (optional in plain-dict sections; tpu_configs/eval.py always sets it)."""
+  words = search.get('snippet_words', 0)
+  if not words:
+    return engine_lib.EngineConfig()
+  window = max(words, snippets.SnippetConfig().window_words)
+  return engine_lib.EngineConfig(
+      snippet=snippets.SnippetConfig(window_words=window, max_words=words)
+  )
 
 
 @contextlib.contextmanager
@@ -84,7 +98,7 @@ def toolbox_factory(
     raise EvalSetupError(f'search.toolset {toolset!r} is not one of {TOOLSETS}')
   engine = None
   if search['index_dir']:
-    engine = tantivy_engine(search['index_dir'])
+    engine = tantivy_engine(search['index_dir'], engine_config(search))
     backend = engine
   else:
     backend = client_lib.HttpSearch(search['url'])

@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
-# The main job on the embedded defaults: set up (once), build the embedded
-# tantivy index over the bundled 2Wiki corpus (once), answer a few searches.
+# The main job on the embedded defaults: set up (once), then the whole recipe,
+# tiny, on this CPU (tpu_configs/pipeline.py:tiny): index the bundled corpus,
+# make tasks, pretrain, collect teacher demonstrations, filter, SFT, evaluate,
+# RL, evaluate again; runs/main/report.md and report.json at the end.
+# Stages already done with the same inputs are reused; extra arguments go to
+# launch.pipeline (e.g. --config.stages=...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash launch/setup.sh
 workdir=${WORKDIR:-runs/main}
-if [ ! -f "$workdir/index/manifest.json" ]; then
-  .venv/bin/python -m index.build --config=tpu_configs/search/build.py \
-    --workdir="$workdir"
-else
-  echo "main: reusing the index in $workdir/index (delete it to rebuild)"
-fi
-.venv/bin/python -m index.query --index_dir="$workdir/index" --k=3 \
-  --query='film director born in 1930 Italian' \
-  --query='"Carlo Ludovico Bragaglia" comedy' \
-  --query='special effects artist site:en.wikipedia.org' \
-  --query='unbalanced "quote'
+exec .venv/bin/python -m launch.pipeline \
+  --config=tpu_configs/pipeline.py:tiny --workdir="$workdir" "$@"

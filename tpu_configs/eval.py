@@ -95,6 +95,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       tools=('search', 'visit'),  # SearchMaster-style: search, open, find
       top_k=10,
       rerank=False,  # the seed's LLM reranker (needs aux)
+      # Longest snippet excerpt in words (index_dir only; 0 = the seed's 48):
+      # short observations for tiny models.
+      snippet_words=0,
       # 'default' (our tools above) or 'browsecomp_plus': its own search
       # (top_k hits, snippet = the first snippet_max_tokens tokens of the
       # document by snippet_tokenizer, '' = words) and get_document.
@@ -132,6 +135,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_tokens=4_096, temperature=0.0, top_p=1.0,
   )  # fmt: skip
   c.system_prompt = 'agent_system.md'
+  # How the system prompt lists the tools: 'json' (their schemas) or
+  # 'signature' (one `name(arg: type)` line a tool; compact, for tiny runs).
+  c.tool_text = 'json'
   # Prompt-token counting for the context limit: '' = characters / 3 (safe
   # side), 'qwen3' = Qwen3's tokenizer, or a tokenizer.json path.
   c.tokenizer = ''

@@ -25,7 +25,20 @@ class RendererPrompts:
     self.stop_token_ids = renderer.stop_token_ids(tokenizer, self.template)
 
   def prompt_ids(self, messages: Sequence[protocol.Message]) -> tuple[int, ...]:
+    """The prompt's token ids: the sampled ids of the last assistant turn
+    that carries them (`protocol.SAMPLED_TOKEN_IDS`, ending with the turn
+    end) continued by the rendered rest, else the whole chat rendered."""
     turns = [messages_lib.to_turn(m) for m in messages]
+    end_id = self.tokenizer.token_id(self.template.turn_end)
+    for j in range(len(messages) - 1, -1, -1):
+      sampled = messages[j].get(protocol.SAMPLED_TOKEN_IDS)
+      if messages[j]['role'] == 'assistant' and sampled:
+        if sampled[-1] != end_id:
+          break  # cut before its turn end: render the text instead
+        rest = renderer.render_after_assistant(
+            turns, self.tokenizer, start=j + 1, template=self.template
+        )
+        return tuple(sampled) + rest.token_ids
     return renderer.render(
         turns,
         self.tokenizer,

@@ -53,8 +53,39 @@ def tool_names(schemas: Sequence[dict[str, Any]]) -> list[str]:
   return [s.get('function', s)['name'] for s in schemas]
 
 
-def tool_text(schemas: Sequence[dict[str, Any]]) -> str:
-  """The schemas as the system prompt lists them: one JSON object a line."""
+TOOL_TEXT_STYLES = ('json', 'signature')
+_JSON_TYPES = {'array': 'list', 'string': 'str', 'integer': 'int'}
+
+
+def _signature(schema: dict[str, Any]) -> str:
+  """One tool as one line: `name(arg: type, opt: type = ...)`."""
+  fn = schema.get('function', schema)
+  params = fn.get('parameters', {})
+  required = params.get('required', ())
+  args = []
+  for key, prop in params.get('properties', {}).items():
+    kind = _JSON_TYPES.get(prop.get('type', ''), prop.get('type', 'any'))
+    if kind == 'list':
+      item = prop.get('items', {}).get('type', '')
+      kind = f'list[{_JSON_TYPES.get(item, item or "any")}]'
+    args.append(f'{key}: {kind}' + ('' if key in required else ' = ...'))
+  return f'{fn["name"]}({", ".join(args)})'
+
+
+def tool_text(schemas: Sequence[dict[str, Any]], style: str = 'json') -> str:
+  """The tools as the system prompt lists them.
+
+  Args:
+    schemas: OpenAI function-calling tool definitions.
+    style: 'json' (one JSON schema a line, the recipe's) or 'signature'
+      (one `name(arg: type)` line a tool: a compact prompt for tiny models).
+  """
+  if style == 'signature':
+    return '\n'.join(_signature(s) for s in schemas)
+  if style != 'json':
+    raise ValueError(
+        f'tool text style {style!r} is not one of {TOOL_TEXT_STYLES}'
+    )
   return '\n'.join(json.dumps(s, ensure_ascii=False) for s in schemas)
 
 
@@ -203,7 +234,13 @@ class ReActAgent:
         max_tokens=cfg.budgets.output_room(n_prompt),
         seed=None if cfg.seed is None else cfg.seed + step,
     )
-    messages = [messages_lib.to_message(t) for t in run.ctx.view()]
+    view = run.ctx.view()
+    messages = [messages_lib.to_message(t) for t in view]
+    after = run.tokens.continuation()
+    if after is not None and view == run.ctx.history:
+      # Nothing elided: the sampled ids continue the next prompt exactly.
+      index, ids = after
+      messages[index] = {**messages[index], protocol.SAMPLED_TOKEN_IDS: ids}
     try:
       [completion] = await self.llm.chat(messages, params)
     except protocol.ContextLengthError:

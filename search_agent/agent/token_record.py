@@ -94,6 +94,13 @@ class TokenAssembler:
     self._ok = False
     self.note = why
 
+  def continuation(self) -> tuple[int, tuple[int, ...]] | None:
+    """(message index of the last sampled turn, the token ids through it),
+    or None when there is none or the record is no longer exact."""
+    if not self._ok or not self.generations:
+      return None
+    return self.generations[-1]['message'], tuple(self._ids)
+
   def record(self) -> trajectory.TokenRecord | None:
     if not self._ok or not self._ids:
       return None

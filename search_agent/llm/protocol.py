@@ -67,6 +67,14 @@ class Completion:
 
 
 Message = dict[str, Any]
+
+# Key of an assistant message: the conversation's exact token ids through
+# the end of that turn, as the policy sampled them. A token-level backend
+# (the in-process sampler, the rollout server) continues the next prompt
+# from them instead of re-rendering the turn's text, so a reply whose text
+# would tokenize differently keeps the trajectory one token prefix chain
+# (the RL learner trains on those ids). Other backends ignore it.
+SAMPLED_TOKEN_IDS = 'sampled_token_ids'
 """A chat message: {'role': 'system'|'user'|'assistant'|'tool', 'content': str,
 ...}; see search_agent/agent/trajectory.py for the full schema."""
 

@@ -317,6 +317,7 @@ class Engine:
       self.stats.prefill_tokens += len(ids) - 1
       run.keep, run.routed_from = 0, 0
       run.base_routes = engine_slots.head(run.prompt_routes, 0)
+      slot.routes = run.prompt_routes  # a donor for the rest of a group
       slot.ctx = ids[:-1]
       run.forced = ids[-1:]
     else:
@@ -326,6 +327,7 @@ class Engine:
       else:
         self.core.admit(slot.index, run.keep)
       run.base_routes = engine_slots.head(source.routes, run.keep)
+      slot.routes = run.base_routes
       self.stats.reused_tokens += run.keep
       self.stats.copied_tokens += run.keep if run.donor is not None else 0
       slot.ctx = ids[: run.keep]

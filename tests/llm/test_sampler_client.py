@@ -234,3 +234,68 @@ def test_a_cancelled_chat_does_not_stall_its_batch(tok):
 
   assert asyncio.run(go()) == ('second', 'third')
   assert llm.batches == [2, 1]
+
+
+class CharSampler(ScriptSampler):
+  """Emits each reply one character per token: a valid tokenization of the
+  text that re-encoding the text would not give (as a sampled policy's
+  replies often are)."""
+
+  def generate(self, prompts, *, stop_token_ids, **kw):
+    out = super().generate(prompts, stop_token_ids=stop_token_ids, **kw)
+    for s in out:
+      text = self.tok.decode(s.token_ids[:-1])
+      s.token_ids[:] = [i for ch in text for i in self.tok.encode(ch)] + [
+          stop_token_ids[0]
+      ]
+      s.logprobs[:] = [-0.25] * len(s.token_ids)
+    return out
+
+
+def test_non_canonical_replies_stay_one_token_prefix_chain(tok):
+  sampler = CharSampler(tok, REPLIES)
+  assert len(tok.encode(REPLIES[0])) < len(REPLIES[0])  # merges exist
+  llm = sampler_client.SamplerLLM(sampler, chat_prompts.RendererPrompts(tok))
+  agent = react.ReActAgent(llm, react.AgentConfig())
+  traj = asyncio.run(
+      agent.run(
+          traj_id='t#0',
+          task_id='t',
+          question='Capital of France?',
+          system_prompt='You search.',
+          toolbox=Toolbox(),
+      )
+  )
+  assert traj.status == 'answered' and traj.final_answer == 'Paris'
+  # Re-rendering the first reply's text would break the chain; the second
+  # prompt continues from the sampled ids instead.
+  assert traj.meta['tokens_note'] == ''
+  first, second = sampler.prompts
+  end = tok.token_id('<|im_end|>')
+  gen = [i for ch in REPLIES[0] for i in tok.encode(ch)] + [end]
+  assert tuple(second[: len(first) + len(gen)]) == tuple(first) + tuple(gen)
+  canonical = renderer.render(
+      traj.messages[:4], tok, add_generation_prompt=True
+  )
+  assert tuple(second) != canonical.token_ids
+  assert tok.decode(second) == tok.decode(canonical.token_ids)
+  n_generated = (
+      len(gen) + len([i for ch in REPLIES[1] for i in tok.encode(ch)]) + 1
+  )
+  assert sum(traj.tokens.loss_mask) == n_generated
+
+
+def test_sampled_ids_cut_before_the_turn_end_are_rendered_as_text(tok):
+  prompts = chat_prompts.RendererPrompts(tok)
+  msgs = [
+      {'role': 'user', 'content': 'hello'},
+      {
+          'role': 'assistant',
+          'content': 'hi',
+          protocol.SAMPLED_TOKEN_IDS: (1, 2),
+      },
+      {'role': 'user', 'content': 'again'},
+  ]
+  plain = [{k: v for k, v in m.items() if k != protocol.SAMPLED_TOKEN_IDS}
+           for m in msgs]  # fmt: skip
+  assert prompts.prompt_ids(msgs) == prompts.prompt_ids(plain)

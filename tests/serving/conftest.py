@@ -15,6 +15,8 @@ import time
 import httpx
 import pytest
 
+from search_agent.corpus.sources import CorpusSpec
+from search_agent.search.tantivy_build import build_tantivy_index
 from search_agent.serving import app as app_lib
 from search_agent.serving import build
 from tpu_configs import serve as serve_config
@@ -61,11 +63,6 @@ def server():
 @pytest.fixture(scope='package')
 def tiny_index(tmp_path_factory):
   """The first 500 bundled 2Wiki documents, indexed (~1 s)."""
-  from search_agent.corpus.sources import \
-      CorpusSpec  # pylint: disable=g-import-not-at-top
-  from search_agent.search.tantivy_build import \
-      build_tantivy_index  # pylint: disable=g-import-not-at-top
-
   path = tmp_path_factory.mktemp('serving_index') / 'index'
   build_tantivy_index(CorpusSpec(max_docs=500), path)
   return path

@@ -8,13 +8,14 @@ In one process, on the tiny MoE with Muon, an update of `rows` packed rows of
 `seq_len` tokens (segments of 740 tokens, the probe's demonstrations):
   * `before`: one row per microbatch (`micro_steps=rows`), full remat,
     256-position logits chunks (the tiny SFT settings before issue 14);
-  * `after`: the same microbatching with remat `--after_remat`
-    (tpu_configs/sft.py:tiny's setting);
+  * `after`: the same microbatching with remat `--after_remat` (default
+    'minimal'; on the 2-core CPU it was no faster than 'full': 1.01x wall,
+    0.97x CPU time, so the tiny config keeps 'full');
 then, for a like-for-like check against MaxText's own `train.main` (one
 microbatch of `rows` rows, AdamW, the `after` remat), ours in that shape
 (`after_adamw`) and MaxText's. Reported: seconds per update (median after
 compilation; MaxText's dispatch-to-dispatch times, mean over steps 2..),
-tokens/s, training FLOPs per token (`flops.flops_per_token`: the formula is
+tokens/s, CPU seconds per update (ours), training FLOPs per token (`flops.flops_per_token`: the formula is
 in its docstring), achieved FLOP/s and its share of the CPUs' peak, and the
 after/before and ours/MaxText ratios. Other load on the machine slows both
 alike; compare within one run.
@@ -22,6 +23,7 @@ alike; compare within one run.
 
 import dataclasses
 import json
+import resource
 import statistics
 import time
 
@@ -63,8 +65,17 @@ def make_batch(micro_steps, rows, seq, vocab):
   }
 
 
+def _cpu_s() -> float:
+  r = resource.getrusage(resource.RUSAGE_SELF)
+  return r.ru_utime + r.ru_stime
+
+
 def time_update(cfg, layout, micro_steps, rows, steps, opt='muon'):
-  """Seconds per update (median of `steps` after one compiling update)."""
+  """(wall, CPU) seconds per update (medians after one compiling update).
+
+  CPU seconds (all of this process's threads) move less than wall time when
+  other processes load the machine.
+  """
   model = maxtext_model.build(cfg, layout)
   tx = optim.make_optimizer(
       optim.OptimizerConfig(name=opt, weight_decay=0.0),
@@ -79,18 +90,27 @@ def time_update(cfg, layout, micro_steps, rows, steps, opt='muon'):
       make_batch(micro_steps, rows, cfg.max_target_length, cfg.vocab_size),
       step_lib.batch_sharding(model),
   )
-  times = []
+  times, cpu = [], []
   for _ in range(steps + 1):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_s()
     params, opt_state, m = step(params, opt_state, batch)
     jax.block_until_ready(m)
     times.append(time.perf_counter() - t0)
-  return statistics.median(times[1:])
+    cpu.append(_cpu_s() - c0)
+  return statistics.median(times[1:]), statistics.median(cpu[1:])
 
 
-def _figures(seconds, tokens, flops_per_token, peak):
+def _figures(seconds, tokens, flops_per_token, peak, cpu_s=None):
   achieved = tokens * flops_per_token / seconds
-  return {
+  out = (
+      {}
+      if cpu_s is None
+      else {
+          'update_cpu_s': cpu_s,
+          'tokens_per_cpu_s': tokens / cpu_s,
+      }
+  )
+  return out | {
       'update_s': seconds,
       'tokens_per_s': tokens / seconds,
       'flops_per_token': flops_per_token,
@@ -119,16 +139,15 @@ def main(argv):
       'peak_gflops': peak / 1e9,
       'flops_per_token': fpt,
   }
-  t = time_update(before, layout, rows, 1, steps)
-  report['before'] = _figures(t, tokens, remat_fpt(before), peak)
-  t = time_update(after, layout, rows, 1, steps)
-  report['after'] = _figures(t, tokens, remat_fpt(after), peak)
-  report['after_over_before_tokens_per_s'] = (
-      report['after']['tokens_per_s'] / report['before']['tokens_per_s']
-  )
+  t, c = time_update(before, layout, rows, 1, steps)
+  report['before'] = _figures(t, tokens, remat_fpt(before), peak, c)
+  t, c = time_update(after, layout, rows, 1, steps)
+  report['after'] = _figures(t, tokens, remat_fpt(after), peak, c)
+  for k in ('tokens_per_s', 'tokens_per_cpu_s'):
+    report[f'after_over_before_{k}'] = report['after'][k] / report['before'][k]
   if _MAXTEXT.value:
-    t = time_update(after, layout, 1, rows, steps, opt='adamw')
-    report['after_adamw'] = _figures(t, tokens, remat_fpt(after), peak)
+    t, c = time_update(after, layout, 1, rows, steps, opt='adamw')
+    report['after_adamw'] = _figures(t, tokens, remat_fpt(after), peak, c)
     mt_rows = reference_train.run_maxtext_train(
         after,
         layout,

@@ -154,9 +154,10 @@ def test_pretrain_tiny_config_converts(repo_root):
   cfg = sft_config.from_config_dict(mod.get_config('pretrain_tiny'))
   assert cfg.data.mode == 'pretrain' and cfg.data.synthetic_fraction == 0.2
   assert cfg.data.train_path.endswith('2wikimultihopqa_corpus.json')
-  assert cfg.data.seq_len == cfg.model.max_target_length == 2048
+  assert cfg.data.seq_len == cfg.model.max_target_length == 512
   tiny = sft_config.from_config_dict(mod.get_config('tiny'))
   assert tiny.data.mode == 'sft' and tiny.init_from == ''
   assert tiny.data.seq_len == tiny.model.max_target_length == 8192
+  assert tiny.model.remat_policy == 'full'
   with pytest.raises(ValueError, match='variant'):
     mod.get_config('huge')

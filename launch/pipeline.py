@@ -1,0 +1,48 @@
+r"""The whole recipe, stage by stage: the README's main job.
+
+  python -m launch.pipeline --config=tpu_configs/pipeline.py[:tiny|:learn] \
+      --workdir=DIR [--config.stages="('index', 'tasks', ...)"]
+
+Runs each stage of tpu_configs/pipeline.py as its own binary with its
+workdir under DIR, reusing stages whose inputs and settings are unchanged
+(DIR/stages.json), one console line per stage; ends with DIR/report.md and
+DIR/report.json. A stage whose binary is not in this checkout stops the run
+before anything starts, naming the missing module.
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+from ml_collections import config_flags
+
+from search_agent.pipeline import plan
+from search_agent.pipeline import runner
+from search_agent.pipeline import stages as stages_lib
+
+_CONFIG = config_flags.DEFINE_config_file(
+    'config', None, 'tpu_configs/pipeline.py[:tiny|:learn]', lock_config=True
+)
+_WORKDIR = flags.DEFINE_string('workdir', None, 'The run directory.')
+flags.mark_flags_as_required(['config', 'workdir'])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  c = _CONFIG.value
+  stages = plan.build(c)
+  print(f'pipeline {c.variant}: {len(stages)} stages into {_WORKDIR.value}')
+  try:
+    records = runner.run(
+        stages, _WORKDIR.value, python=c.python or sys.executable
+    )
+  except stages_lib.StageError as e:
+    print(f'pipeline stopped: {e}', file=sys.stderr)
+    sys.exit(1)
+  total = sum(r.seconds for r in records if not r.reused)
+  print(f'pipeline done in {total:.0f} s: {_WORKDIR.value}/report.md')
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,191 @@
+"""A programmatic teacher: an LLM-protocol stand-in that follows the evidence.
+
+Without a teacher LLM, demonstrations still come from the real environment:
+`ProgrammaticTeacher` answers one task by searching, in order, for each page
+of the task's evidence path (`meta['evidence_path']` when synthesis wrote
+one, else `evidence`), optionally reading the page it found with `visit`, and
+answering with the answer's surface form as it appears in what it read (or
+saying it did not find it, which the filters then reject as wrong). Every
+call goes through the real harness and tools: it only writes text, the ReAct
+loop parses and runs it.
+
+Some rollouts start with a broken call (bad JSON, or a tool name that does
+not exist), read the error observation and recover with the right call, so
+the invalid-turn loss masks of SFT are exercised. It is a stand-in, named as
+such in manifests ('programmatic-teacher'); any LLM behind the same protocol
+(an OpenAI-compatible endpoint) replaces it.
+"""
+
+import dataclasses
+import json
+import random
+import re
+from typing import Sequence
+
+from search_agent.agent import task as task_lib
+from search_agent.llm import protocol
+
+NAME = 'programmatic-teacher'
+NOT_FOUND = 'I could not find the answer'
+_RESULT_RE = re.compile(r'^\[(r\d+)\] (.+)$', re.MULTILINE)
+_PAREN_RE = re.compile(r'\s*\([^)]*\)\s*$')
+# Broken first calls a recovering rollout makes: parse-level errors, so the
+# turn is `invalid` (context, no loss) and the loop answers with an error.
+FAULTS = ('bad_json', 'unknown_tool')
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TeacherConfig:
+  """How the programmatic teacher behaves.
+
+  Attributes:
+    visit: Read each evidence page with `visit` after finding it (when the
+      toolbox offers visit); otherwise answer from search snippets.
+    recovery_rate: Fraction of rollouts whose first call is broken and
+      followed by the corrected call.
+    think: Write a one-line `<think>` before each action.
+    quote_rate: Fraction of rollouts whose first query for a page is the
+      title as a "quoted phrase" (the others search it plain first).
+    max_retries: Other queries tried for a page search did not return.
+  """
+
+  visit: bool = False
+  recovery_rate: float = 0.2
+  think: bool = False
+  quote_rate: float = 0.5
+  max_retries: int = 1
+
+  def __post_init__(self):
+    for name in ('recovery_rate', 'quote_rate'):
+      if not 0.0 <= getattr(self, name) <= 1.0:
+        raise ValueError(f'{name} must be in [0, 1], got {getattr(self, name)}')
+
+
+def display_title(title: str) -> str:
+  """A page title without its trailing '(disambiguation)' part."""
+  return _PAREN_RE.sub('', title).strip() or title
+
+
+def evidence_path(task: task_lib.Task) -> tuple[str, ...]:
+  """Ordered page titles the task's answer is read from."""
+  path = task.meta.get('evidence_path') or task.evidence
+  titles = []
+  for hop in path:
+    titles.append(hop.get('title', '') if isinstance(hop, dict) else str(hop))
+  titles = tuple(t for t in titles if t)
+  if not titles:
+    raise ValueError(
+        f'task {task.id} has no evidence path: set evidence (page titles) or'
+        " meta['evidence_path']"
+    )
+  return titles
+
+
+def _call(name: str, arguments: dict) -> str:
+  body = json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)
+  return f'<tool_call>\n{body}\n</tool_call>'
+
+
+def _broken(fault: str, name: str, arguments: dict) -> str:
+  if fault == 'bad_json':
+    body = json.dumps({'name': name, 'arguments': arguments})
+    return f'<tool_call>\n{body[:-1]}\n</tool_call>'  # the last brace lost
+  return _call(f'web_{name}', arguments)  # a tool that does not exist
+
+
+def find_answer(task: task_lib.Task, texts: Sequence[str]) -> str | None:
+  """The answer (or an alias) as written in the texts read, if it is there."""
+  for form in (task.answer, *task.aliases):
+    if not form.strip():
+      continue
+    for text in texts:
+      at = text.lower().find(form.lower())
+      if at >= 0:
+        return text[at : at + len(form)]
+  return None
+
+
+class ProgrammaticTeacher:
+  """Plays one rollout of one task (not shared between rollouts)."""
+
+  def __init__(
+      self,
+      task: task_lib.Task,
+      config: TeacherConfig = TeacherConfig(),
+      *,
+      seed: int | str = 0,
+      tools: Sequence[str] = ('search', 'visit'),
+  ):
+    self.name = NAME
+    self.task = task
+    self.config = config
+    self.path = evidence_path(task)
+    self.tools = tuple(tools)
+    rng = random.Random(f'{task.id}/{seed}')
+    self.fault = (
+        rng.choice(FAULTS) if rng.random() < config.recovery_rate else None
+    )
+    self.quote_first = rng.random() < config.quote_rate
+
+  async def chat(
+      self,
+      messages: Sequence[protocol.Message],
+      params: protocol.SamplingParams,
+  ) -> list[protocol.Completion]:
+    return [protocol.Completion(text=self.reply(messages))] * params.n
+
+  def _queries(self, title: str) -> list[str]:
+    plain, quoted = display_title(title), f'"{display_title(title)}"'
+    return [quoted, plain] if self.quote_first else [plain, quoted]
+
+  def _plan(self, messages: Sequence[protocol.Message]) -> tuple[str, dict]:
+    """The next (tool, arguments), or ('answer', {}) when the path is done."""
+    hop, tries, found = 0, 0, None
+    for m in messages:
+      if m['role'] != 'tool' or m.get('name') == 'error':
+        continue
+      text = m.get('content', '')
+      if m.get('name') == 'search':
+        title = self.path[hop]
+        refs = {t.strip(): r for r, t in _RESULT_RE.findall(text)}
+        found = refs.get(title)
+        tries += 1
+        if found is None and tries <= self.config.max_retries:
+          continue  # search again with the other query
+        if found is None or not self._visits():
+          hop, tries, found = hop + 1, 0, None
+      elif m.get('name') == 'visit':
+        hop, tries, found = hop + 1, 0, None
+      if hop >= len(self.path):
+        return 'answer', {}
+    title = self.path[hop]
+    if found is not None:
+      goal = f'{self.task.question} (from the page {title})'
+      return 'visit', {'ref_id': [found], 'goal': goal}
+    queries = self._queries(title)
+    return 'search', {'query': [queries[min(tries, len(queries) - 1)]]}
+
+  def _visits(self) -> bool:
+    return self.config.visit and 'visit' in self.tools
+
+  def reply(self, messages: Sequence[protocol.Message]) -> str:
+    """The next assistant message for the conversation so far."""
+    tool, arguments = self._plan(messages)
+    errors = sum(m.get('name') == 'error' for m in messages)
+    if tool == 'answer':
+      read = [m.get('content', '') for m in messages if m['role'] == 'tool']
+      answer = find_answer(self.task, read) or NOT_FOUND
+      return self._think('I have read the evidence.') + (
+          f'<answer>{answer}</answer>'
+      )
+    if tool == 'search':
+      thought = f'Search for {arguments["query"][0]}.'
+    else:
+      thought = f'Read {arguments["ref_id"][0]}.'
+    first = not any(m['role'] == 'assistant' for m in messages)
+    if self.fault and first and not errors:
+      return self._think(thought) + _broken(self.fault, tool, arguments)
+    return self._think(thought) + _call(tool, arguments)
+
+  def _think(self, thought: str) -> str:
+    return f'<think>\n{thought}\n</think>\n' if self.config.think else ''

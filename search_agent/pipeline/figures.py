@@ -1,0 +1,164 @@
+"""Reads a finished stage's outputs: its key figure and its curves.
+
+Each reader takes the stage's workdir and returns what the console line and
+the report show; a missing or unreadable output gives an empty figure, never
+an exception (the stage's own exit status says whether it worked).
+"""
+
+import json
+import os
+from typing import Any, Callable
+
+
+def read_json(path: str) -> Any:
+  try:
+    with open(path, encoding='utf-8') as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+def read_jsonl(path: str) -> list[dict[str, Any]]:
+  """Every line that parses (a torn last line is skipped)."""
+  out = []
+  try:
+    with open(path, encoding='utf-8') as f:
+      for line in f:
+        try:
+          out.append(json.loads(line))
+        except ValueError:
+          continue
+  except OSError:
+    pass
+  return out
+
+
+def _count_lines(path: str) -> int:
+  try:
+    with open(path, encoding='utf-8') as f:
+      return sum(1 for line in f if line.strip())
+  except OSError:
+    return 0
+
+
+def index_figure(d: str) -> str:
+  m = read_json(os.path.join(d, 'index', 'manifest.json')) or {}
+  counts = m.get('counts') or m.get('views') or {}
+  docs = counts.get('doc') if isinstance(counts, dict) else None
+  return f'{docs} documents' if docs else 'index built'
+
+
+def tasks_figure(d: str) -> str:
+  train = _count_lines(os.path.join(d, 'tasks.train.jsonl'))
+  held = _count_lines(os.path.join(d, 'tasks.heldout.jsonl'))
+  return f'{train} train / {held} held-out tasks'
+
+
+def collect_figure(d: str) -> str:
+  s = (read_json(os.path.join(d, 'manifest.json')) or {}).get('summary', {})
+  n = s.get('trajectories', 0)
+  return (
+      f'{n} rollouts, {s.get("answer_matches", 0)} correct,'
+      f' {s.get("with_invalid_turn", 0)} with a recovered call'
+  )
+
+
+def filter_figure(d: str) -> str:
+  r = read_json(os.path.join(d, 'report.json')) or {}
+  out, inp = r.get('output', {}), r.get('input', {})
+  return f'kept {out.get("trajectories", 0)} of {inp.get("trajectories", 0)}'
+
+
+def train_curve(d: str) -> dict[str, list]:
+  """{'train': [(step, nll)], 'val': [(step, nll)], 'tokens_per_s': [...]}."""
+  rows = read_jsonl(os.path.join(d, 'metrics.jsonl'))
+  out = {'train': [], 'val': [], 'tokens_per_s': []}
+  for r in rows:
+    if 'nll' not in r:
+      continue
+    split = 'val' if r.get('split') == 'val' else 'train'
+    out[split].append((r['step'], r['nll']))
+    if split == 'train' and 'tokens_per_s' in r:
+      out['tokens_per_s'].append((r['step'], r['tokens_per_s']))
+  return out
+
+
+def train_figure(d: str) -> str:
+  c = train_curve(d)
+  if not c['train']:
+    return 'no updates recorded'
+  step, nll = c['train'][-1]
+  text = f'{step} updates, train nll {nll:.3f}'
+  if c['val']:
+    text += f', val nll {c["val"][-1][1]:.3f}'
+  rates = sorted(v for _, v in c['tokens_per_s'][1:])  # skip the compile
+  if rates:
+    text += f', {rates[len(rates) // 2]:.0f} tok/s'
+  return text
+
+
+def reward_curve(d: str) -> dict[str, list]:
+  """Every numeric metric of an RL run whose name mentions reward, by step."""
+  out: dict[str, list] = {}
+  for r in read_jsonl(os.path.join(d, 'metrics.jsonl')):
+    step = r.get('step', r.get('update'))
+    if step is None:
+      continue
+    for key, value in r.items():
+      if 'reward' in key and isinstance(value, (int, float)):
+        out.setdefault(key, []).append((step, value))
+  return out
+
+
+def rl_figure(d: str) -> str:
+  curves = reward_curve(d)
+  if not curves:
+    return f'{len(read_jsonl(os.path.join(d, "metrics.jsonl")))} metric rows'
+  key = sorted(curves, key=lambda k: (k != 'reward_mean', k))[0]
+  step, value = curves[key][-1]
+  return f'{step} updates, {key} {value:.3f}'
+
+
+def eval_figure(d: str) -> str:
+  s = (read_json(os.path.join(d, 'report.json')) or {}).get('summary', {})
+  if s.get('pass_at_1') is None:
+    return 'no graded questions'
+  ci = s.get('ci', {})
+  return (
+      f'pass@1 {s["pass_at_1"]:.3f} [{ci.get("low", 0):.3f},'
+      f' {ci.get("high", 0):.3f}] on {s.get("graded", s.get("questions"))}'
+  )
+
+
+def tokenizer_figure(d: str) -> str:
+  vocab = (read_json(os.path.join(d, 'tokenizer.json')) or {}).get('model', {})
+  return f'{len(vocab.get("vocab", {}))} BPE ids'
+
+
+def split_figure(d: str) -> str:
+  s = read_json(os.path.join(d, 'split.json')) or {}
+  return f'{s.get("train", 0)} train / {s.get("val", 0)} val demonstrations'
+
+
+def report_figure(d: str) -> str:
+  return f'wrote {os.path.join(os.path.dirname(d), "report.md")}'
+
+
+FIGURES: dict[str, Callable[[str], str]] = {
+    'index.build': index_figure,
+    'search_agent.synthesis.run': tasks_figure,
+    'search_agent.pipeline.lookup_tasks': tasks_figure,
+    'search_agent.pipeline.collect': collect_figure,
+    'search_agent.filtering.run': filter_figure,
+    'search_agent.train.sft': train_figure,
+    'search_agent.train.rl.run': rl_figure,
+    'eval.run': eval_figure,
+    'search_agent.pipeline.report': report_figure,
+    'search_agent.pipeline.train_tokenizer': tokenizer_figure,
+    'search_agent.pipeline.split': split_figure,
+}
+
+
+def key_figure(module: str, workdir: str) -> str:
+  reader = FIGURES.get(module)
+  return reader(workdir) if reader else ''

@@ -1,0 +1,346 @@
+"""The stages of tpu_configs/pipeline.py, wired by placeholders.
+
+Every stage is a `stages.Stage`: a binary with its config and overrides.
+`{NAME}` in a value is the workdir of stage NAME, so the wiring below is also
+the dependency graph (see stages.py). The environment section is applied to
+collection, every eval and RL alike, so the model is trained and scored on
+the same prompt and observations.
+"""
+
+import dataclasses
+import functools
+import importlib.util
+import os
+from typing import Any, Callable, Mapping
+
+from search_agent.pipeline import environment
+from search_agent.pipeline import stages as stages_lib
+
+Stage = stages_lib.Stage
+BUNDLED_CORPUS = 'search_agent/corpus/data/2wikimultihopqa_corpus.json'
+EVALS = {
+    'eval_before_sft': 'before_sft',
+    'eval_after_sft': 'after_sft',
+    'eval_after_rl': 'after_rl',
+}
+
+
+class PlanError(ValueError):
+  """The pipeline config names an unknown stage or source."""
+
+
+def _extra(entries) -> dict[str, str]:
+  """('key=value', ...) -> {key: value}."""
+  out = {}
+  for entry in entries:
+    key, sep, value = str(entry).partition('=')
+    if not sep or not key:
+      raise PlanError(f'override {entry!r} is not key=value')
+    out[key.strip()] = value.strip()
+  return out
+
+
+def env_of(c) -> environment.Environment:
+  """The environment of every stage.
+
+  When RL runs, its config decides what can differ from the recipe: without
+  the compact fields (tool_text, snippet_words) every stage uses the tool
+  schemas and 48-word snippets; when its tool list cannot be overridden from
+  the command line, every stage offers RL's tools. Either way SFT, eval and
+  RL see one prompt format.
+  """
+  e = c.env
+  rl = rl_support(c.rl.config) if 'rl' in c.stages else None
+  compact = rl is None or rl.compact
+  tools = tuple(e.tools) if rl is None or rl.tools is None else rl.tools
+  return environment.Environment(
+      index_dir='{index}/index',
+      tools=tools,
+      top_k=e.top_k,
+      snippet_words=e.snippet_words if compact else 0,
+      system_prompt=e.system_prompt,
+      tool_text=e.tool_text if compact else 'json',
+  )
+
+
+@dataclasses.dataclass(frozen=True)
+class RLSupport:
+  """What the RL config lets the pipeline set.
+
+  Attributes:
+    compact: It has rollout.tool_text and search.snippet_words.
+    tools: Its fixed tool list when search.tools cannot be overridden on
+      the command line (a list field), else None.
+  """
+
+  compact: bool
+  tools: tuple[str, ...] | None
+
+
+@functools.lru_cache(maxsize=None)
+def rl_support(config: str) -> RLSupport:
+  """Reads the RL config variant (no RL config: nothing is supported)."""
+  path, _, variant = config.partition(':')
+  if not os.path.isfile(path):
+    return RLSupport(compact=False, tools=None)
+  spec = importlib.util.spec_from_file_location('_pipeline_rl_config', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  rc = module.get_config(variant or None).to_dict()
+  rollout, search = rc.get('rollout', {}), rc.get('search', {})
+  compact = 'tool_text' in rollout and 'snippet_words' in search
+  tools = search.get('tools')
+  fixed = tuple(tools) if isinstance(tools, list) else None
+  return RLSupport(compact=compact, tools=fixed)
+
+
+def _index(c) -> Stage:
+  del c
+  return Stage(
+      name='index',
+      module='index.build',
+      config='tpu_configs/search/build.py',
+      overrides={'progress': False},
+  )
+
+
+def _tasks(c) -> Stage:
+  t = c.tasks
+  if t.source == 'synthesis':
+    return Stage(
+        name='tasks',
+        module='search_agent.synthesis.run',
+        config=t.synthesis_config,
+        issue='13',
+    )
+  if t.source != 'lookup':
+    raise PlanError(f'tasks.source {t.source!r}: use synthesis or lookup')
+  return Stage(
+      name='tasks',
+      module='search_agent.pipeline.lookup_tasks',
+      flags={'heldout': t.heldout, 'max_train': t.max_train},
+  )
+
+
+def _tokenizer(c) -> Stage:
+  return Stage(
+      name='tokenizer',
+      module='search_agent.pipeline.train_tokenizer',
+      flags={'vocab_size': c.tokenizer.vocab_size},
+  )
+
+
+def _pretrain(c) -> Stage:
+  p = c.pretrain
+  return Stage(
+      name='pretrain',
+      module='search_agent.train.sft',
+      config=p.config,
+      overrides={
+          'tokenizer_path': '{tokenizer}',
+          # The bundled copy of the corpus (a fresh checkout has no
+          # ../shared/data).
+          'data.train_path': BUNDLED_CORPUS,
+          'data.val_path': BUNDLED_CORPUS,
+          'tokenizer_corpus': BUNDLED_CORPUS,
+          'total_updates': p.updates,
+          'schedule.total_steps': p.updates,
+          'schedule.warmup_steps': p.warmup,
+          'checkpoint.every': max(1, p.updates // 2),
+          'eval_every': max(1, p.updates // 4),
+          **_extra(p.extra),
+      },
+      issue='14 (SFT pretraining mode)',
+  )
+
+
+def _collect(c) -> Stage:
+  t, env = c.teacher, env_of(c)
+  flags = {
+      'tasks': '{tasks}/tasks.train.jsonl',
+      'limit': c.tasks.max_train,
+      'index_dir': env.index_dir,
+      'rollouts': t.rollouts,
+      'tools': ','.join(env.tools),
+      'top_k': env.top_k,
+      'snippet_words': env.snippet_words,
+      'system_prompt': env.system_prompt,
+      'tool_text': env.tool_text,
+      'max_steps': t.max_steps,
+      'teacher': t.kind,
+      'visit': t.visit,
+      'recovery_rate': t.recovery_rate,
+      'think': t.think,
+      'quote_rate': t.quote_rate,
+  }
+  if t.kind == 'openai':
+    flags.update(teacher_base_url=t.base_url, teacher_model=t.model)
+  return Stage(
+      name='collect', module='search_agent.pipeline.collect', flags=flags
+  )
+
+
+def _filter(c) -> Stage:
+  return Stage(
+      name='filter',
+      module='search_agent.filtering.run',
+      config=c.filter.config,
+      overrides={
+          'input_path': '{collect}/trajectories.jsonl',
+          'tasks_path': '{tasks}/tasks.train.jsonl',
+          'judge': c.filter.judge,
+          'known_tools': tuple(c.env.tools),
+      },
+  )
+
+
+def _split(c) -> Stage:
+  return Stage(
+      name='split',
+      module='search_agent.pipeline.split',
+      flags={
+          'input': '{filter}/filtered.jsonl',
+          'val_fraction': c.split.val_fraction,
+          'min_val': c.split.min_val,
+      },
+  )
+
+
+def _sft(c) -> Stage:
+  s = c.sft
+  init = _extra(s.init) if 'pretrain' in c.stages else {}
+  return Stage(
+      name='sft',
+      module='search_agent.train.sft',
+      config=s.config,
+      overrides={
+          'data.train_path': '{split}/train.jsonl',
+          'data.val_path': '{split}/val.jsonl',
+          'data.format': 'trajectory',
+          'data.train_lines': (0, 0),
+          'data.val_lines': (0, 0),
+          'data.num_epochs': 1000,  # updates bound the run, not epochs
+          'data.micro_steps': s.micro_steps,
+          'data.seq_len': s.seq_len,
+          'model.max_target_length': s.seq_len,
+          'tokenizer_path': '{tokenizer}',
+          'total_updates': s.updates,
+          'schedule.total_steps': s.updates,
+          'schedule.warmup_steps': s.warmup,
+          'eval_every': s.eval_every,
+          'checkpoint.every': max(1, s.updates // 4),
+          **init,
+          **_extra(s.extra),
+      },
+  )
+
+
+def _rl(c) -> Stage:
+  """train.rl.run from the SFT checkpoint on the train tasks, same env."""
+  r, e, env = c.rl, c.eval, env_of(c)
+  overrides = {
+      'max_updates': r.updates,
+      'tasks_path': '{tasks}/tasks.train.jsonl',
+      'init.sft_workdir': '{sft}',
+      'tokenizer.path': '{tokenizer}/tokenizer.json',
+      'tokenizer.chat_template': 'chatml',
+      'search.index_dir': env.index_dir,
+      'search.tools': tuple(env.tools),
+      'search.top_k': env.top_k,
+      'rollout.system_prompt': env.system_prompt,
+      'rollout.max_agent_steps': e.max_steps,
+      'rollout.max_tokens_per_call': e.max_new_tokens,
+      'sampler.max_new_tokens': e.max_new_tokens,
+  }
+  support = rl_support(r.config)
+  if support.tools is not None:
+    del overrides['search.tools']  # a list field: env_of offers RL's tools
+  if support.compact:
+    overrides['rollout.tool_text'] = env.tool_text
+    overrides['search.snippet_words'] = env.snippet_words
+  overrides.update(_extra(r.extra))
+  return Stage(
+      name='rl',
+      module='search_agent.train.rl.run',
+      config=r.config,
+      overrides=overrides,
+      issue='11',
+  )
+
+
+def eval_stage(c, name: str, checkpoint_dir: str) -> Stage:
+  """eval.run on the held-out tasks with the in-process sampler."""
+  e = c.eval
+  overrides: dict[str, Any] = {
+      'dataset.name': 'heldout',
+      'dataset.format': 'tasks',
+      'dataset.path': '{tasks}/tasks.heldout.jsonl',
+      'dataset.limit': e.questions,
+      'policy.kind': 'sampler',
+      'policy.name': EVALS.get(name, name),
+      'sampler.preset': 'tiny',
+      'sampler.checkpoint_dir': checkpoint_dir,
+      'sampler.tokenizer': '{tokenizer}',
+      'sampler.batch_size': e.batch_size,
+      'sampler.max_prompt_len': e.max_prompt_len,
+      'sampler.max_new_tokens': e.max_new_tokens,
+      'judge.kind': 'none',
+      'agent.max_steps': e.max_steps,
+      'agent.max_output_tokens': e.max_new_tokens,
+      'agent.context_limit': e.max_prompt_len + e.max_new_tokens,
+      'agent.min_output_tokens': min(16, e.max_new_tokens),
+      'agent.temperature': e.temperature,
+      'context.policy': 'none',
+      'tokenizer': '{tokenizer}/tokenizer.json',
+      'concurrency': e.batch_size,
+      **env_of(c).eval_overrides(),
+  }
+  return Stage(
+      name=name,
+      module='eval.run',
+      config='tpu_configs/eval.py:tiny',
+      overrides=overrides,
+  )
+
+
+def _report(c) -> Stage:
+  evals = [f'{EVALS[n]}:{n}' for n in c.stages if n in EVALS]
+  return Stage(
+      name='report',
+      module='search_agent.pipeline.report',
+      flags={
+          'run_dir': '{dir}',
+          'evals': ','.join(evals),
+          'variant': c.variant,
+      },
+      always=True,
+  )
+
+
+BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
+    'index': _index,
+    'tasks': _tasks,
+    'tokenizer': _tokenizer,
+    'pretrain': _pretrain,
+    'eval_before_sft': lambda c: eval_stage(
+        c, 'eval_before_sft', '{pretrain}' if 'pretrain' in c.stages else ''
+    ),
+    'collect': _collect,
+    'filter': _filter,
+    'split': _split,
+    'sft': _sft,
+    'eval_after_sft': lambda c: eval_stage(c, 'eval_after_sft', '{sft}'),
+    'rl': _rl,
+    'eval_after_rl': lambda c: eval_stage(
+        c, 'eval_after_rl', c.rl.checkpoint_dir
+    ),
+    'report': _report,
+}
+
+
+def build(c) -> list[Stage]:
+  """The configured stages, in the order of `c.stages`."""
+  unknown = [n for n in c.stages if n not in BUILDERS]
+  if unknown:
+    raise PlanError(f'unknown stages {unknown}; known: {sorted(BUILDERS)}')
+  return [BUILDERS[name](c) for name in c.stages]

@@ -1,0 +1,109 @@
+"""The report's plots (PNG, matplotlib's Agg backend: no display needed)."""
+
+import os
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+def _save(fig, out_dir: str, name: str) -> str:
+  path = os.path.join(out_dir, name)
+  fig.tight_layout()
+  fig.savefig(path, dpi=90)
+  plt.close(fig)
+  return path
+
+
+def pass_at_1(rep: dict, out_dir: str) -> str | None:
+  rows = rep['pass_at_1']
+  if not rows:
+    return None
+  labels = list(rows)
+  values = [rows[k]['value'] for k in labels]
+  err = [
+      [v - rows[k]['ci_low'] for k, v in zip(labels, values)],
+      [rows[k]['ci_high'] - v for k, v in zip(labels, values)],
+  ]
+  fig, ax = plt.subplots(figsize=(5, 3.2))
+  ax.bar(labels, values, yerr=err, capsize=6, color='#4c72b0')
+  ax.set_ylim(0, 1)
+  ax.set_ylabel('pass@1 (Wilson 95%)')
+  ax.set_title(f'held-out pass@1 (n={rows[labels[0]]["n"]})')
+  return _save(fig, out_dir, 'pass_at_1.png')
+
+
+def losses(rep: dict, out_dir: str) -> str | None:
+  curves = {k: v for k, v in rep['curves'].items() if k in ('pretrain', 'sft')}
+  if not any(c['train'] for c in curves.values()):
+    return None
+  fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.2))
+  axes = [axes] if len(curves) == 1 else list(axes)
+  for ax, (name, c) in zip(axes, curves.items()):
+    for split in ('train', 'val'):
+      if c[split]:
+        xs, ys = zip(*c[split])
+        ax.plot(xs, ys, label=split, marker='o' if split == 'val' else None)
+    ax.set_xlabel('update')
+    ax.set_ylabel('NLL per loss token')
+    ax.set_title(name)
+    ax.legend()
+  return _save(fig, out_dir, 'losses.png')
+
+
+def rewards(rep: dict, out_dir: str) -> str | None:
+  curves = rep['curves'].get('rl') or {}
+  if not curves:
+    return None
+  fig, ax = plt.subplots(figsize=(5, 3.2))
+  for key, points in sorted(curves.items()):
+    xs, ys = zip(*points)
+    ax.plot(xs, ys, label=key)
+  ax.set_xlabel('update')
+  ax.set_title('RL rewards')
+  ax.legend(fontsize=7)
+  return _save(fig, out_dir, 'rl_rewards.png')
+
+
+def tool_calls(rep: dict, out_dir: str) -> str | None:
+  rows = {k: v for k, v in rep['tool_calls'].items() if k != 'teacher'}
+  if not rows:
+    return None
+  fig, ax = plt.subplots(figsize=(5, 3.2))
+  width = 0.8 / len(rows)
+  for i, (label, t) in enumerate(rows.items()):
+    xs = [int(k) + i * width for k in t['histogram']]
+    ax.bar(xs, list(t['histogram'].values()), width=width, label=label)
+  ax.set_xlabel('tool calls per trajectory')
+  ax.set_ylabel('trajectories')
+  ax.legend(fontsize=7)
+  return _save(fig, out_dir, 'tool_calls.png')
+
+
+def stage_times(rep: dict, out_dir: str) -> str | None:
+  if not rep['stages']:
+    return None
+  names = list(rep['stages'])
+  fig, ax = plt.subplots(figsize=(5, 0.3 * len(names) + 1))
+  ax.barh(names, [rep['stages'][n] for n in names], color='#55a868')
+  ax.invert_yaxis()
+  ax.set_xlabel('seconds')
+  ax.set_title(f'stages ({rep["total_seconds"]:.0f} s in all)')
+  return _save(fig, out_dir, 'stages.png')
+
+
+def write_all(rep: dict, out_dir: str) -> dict[str, str]:
+  """Every plot that has data; {name: path}."""
+  out = {}
+  for name, fn in (
+      ('pass_at_1', pass_at_1),
+      ('losses', losses),
+      ('rl_rewards', rewards),
+      ('tool_calls', tool_calls),
+      ('stages', stage_times),
+  ):
+    path = fn(rep, out_dir)
+    if path:
+      out[name] = path
+  return out

@@ -1,0 +1,216 @@
+r"""Writes a pipeline run's report: DIR/report.json, DIR/report.md, plots.
+
+  python -m search_agent.pipeline.report --run_dir=DIR --workdir=DIR/report \
+      --evals=before_sft:eval_before_sft,after_sft:eval_after_sft,...
+
+report.json: pass@1 per evaluation (n, value, Wilson 95% ci_low/ci_high),
+paired tests between consecutive evaluations (exact McNemar, paired
+bootstrap), stage seconds, the pretraining/SFT loss and RL reward curves,
+tool calls per trajectory, and the manifest of every stage (command, hash,
+config, key figure) with library versions. Plots go to --workdir.
+"""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+
+from absl import app
+from absl import flags
+
+from search_agent.agent import teacher
+from search_agent.pipeline import figures
+from search_agent.pipeline import plots
+from search_agent.pipeline import report_md
+from search_agent.pipeline import runner
+from search_agent.pipeline import stats
+
+_RUN_DIR = flags.DEFINE_string('run_dir', None, 'The pipeline run directory.')
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Where the plots go.')
+_EVALS = flags.DEFINE_list('evals', [], 'label:stage of each evaluation.')
+_VARIANT = flags.DEFINE_string('variant', '', 'Pipeline config variant.')
+_VERSIONS = ('jax', 'flax', 'optax', 'maxtext', 'tantivy', 'orbax-checkpoint')
+
+
+def eval_outcomes(stage_dir: str) -> dict[str, bool]:
+  """Latest grade per task of an eval workdir (errors count as wrong)."""
+  out = {}
+  for r in figures.read_jsonl(os.path.join(stage_dir, 'results.jsonl')):
+    out[r['task_id']] = bool(r.get('correct'))
+  return out
+
+
+def tool_calls(stage_dir: str, name: str = 'results.jsonl') -> dict:
+  """Histogram and mean of tool calls per trajectory."""
+  counts = [
+      int(r.get('n_tool_calls', 0))
+      for r in figures.read_jsonl(os.path.join(stage_dir, name))
+  ]
+  hist: dict[str, int] = {}
+  for n in counts:
+    hist[str(n)] = hist.get(str(n), 0) + 1
+  mean = sum(counts) / len(counts) if counts else 0.0
+  return {'histogram': dict(sorted(hist.items(), key=lambda x: int(x[0]))),
+          'mean': mean, 'trajectories': len(counts)}  # fmt: skip
+
+
+def well_formed(stage_dir: str) -> float | None:
+  """Fraction of eval trajectories whose first reply was a valid call."""
+  rows = figures.read_jsonl(os.path.join(stage_dir, 'trajectories.jsonl'))
+  firsts = []
+  for t in rows:
+    replies = [m for m in t.get('messages', ()) if m['role'] == 'assistant']
+    if replies:
+      firsts.append(
+          bool(replies[0]['tool_calls']) and not replies[0]['invalid']
+      )
+  return sum(firsts) / len(firsts) if firsts else None
+
+
+def _first_page(task: dict) -> str:
+  path = task.get('meta', {}).get('evidence_path') or task.get('evidence')
+  if not path:
+    return ''
+  hop = path[0]
+  return hop.get('title', '') if isinstance(hop, dict) else str(hop)
+
+
+def query_names_first_page(
+    stage_dir: str, tasks: dict[str, dict]
+) -> float | None:
+  """Fraction of eval trajectories whose first search query holds the first
+  evidence page's title (parenthetical dropped): did the model copy the
+  entity from the question into its query?"""
+  hits = []
+  for t in figures.read_jsonl(os.path.join(stage_dir, 'trajectories.jsonl')):
+    task = tasks.get(t.get('task_id'))
+    if task is None:
+      continue
+    title = teacher.display_title(_first_page(task)).lower()
+    calls = [
+        c
+        for m in t.get('messages', ())
+        for c in m.get('tool_calls', ())
+        if c.get('name') == 'search'
+    ]
+    query = calls[0].get('arguments', {}).get('query', '') if calls else ''
+    query = ' '.join(query) if isinstance(query, list) else str(query)
+    hits.append(bool(title) and title in query.lower())
+  return sum(hits) / len(hits) if hits else None
+
+
+def _versions() -> dict[str, str]:
+  out = {'python': platform.python_version()}
+  for name in _VERSIONS:
+    try:
+      out[name] = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      out[name] = 'not installed'
+  try:
+    out['git_commit'] = subprocess.run(
+        ['git', 'rev-parse', 'HEAD'], capture_output=True, text=True,
+        check=False, timeout=10,
+    ).stdout.strip()  # fmt: skip
+  except OSError:
+    out['git_commit'] = ''
+  return out
+
+
+def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
+  """The report dict of a run directory."""
+  records = runner.load_records(run_dir)
+  outcomes = {
+      label: eval_outcomes(os.path.join(run_dir, stage))
+      for label, stage in evals
+  }
+  rep = {
+      'variant': variant,
+      'run_dir': os.path.abspath(run_dir),
+      'created_utc': datetime.datetime.now(datetime.timezone.utc).isoformat(),
+      'pass_at_1': {},
+      'paired': {},
+      'stages': {n: round(r['seconds'], 2) for n, r in records.items()},
+      # CPU seconds of each stage's process: less inflated by other load
+      # on the machine than the wall-clock `stages`.
+      'stage_cpu_seconds': {
+          n: round(r.get('cpu_seconds', 0.0), 2) for n, r in records.items()
+      },
+      'curves': {},
+      'tool_calls': {},
+      'well_formed_first_call': {},
+      'query_names_first_page': {},
+  }
+  tasks = {
+      t['id']: t
+      for t in figures.read_jsonl(
+          os.path.join(run_dir, 'tasks', 'tasks.heldout.jsonl')
+      )
+  }
+  rep['total_seconds'] = round(sum(rep['stages'].values()), 2)
+  for label, stage in evals:
+    rep['pass_at_1'][label] = {
+        **stats.pass_at_1(outcomes[label]),
+        'stage': stage,
+    }
+    rep['tool_calls'][label] = tool_calls(os.path.join(run_dir, stage))
+    rep['well_formed_first_call'][label] = well_formed(
+        os.path.join(run_dir, stage)
+    )
+    rep['query_names_first_page'][label] = query_names_first_page(
+        os.path.join(run_dir, stage), tasks
+    )
+  for (a, _), (b, _) in zip(evals, evals[1:]):
+    rep['paired'][f'{b}_vs_{a}'] = {
+        **stats.mcnemar(outcomes[a], outcomes[b]),
+        'bootstrap_95': stats.paired_bootstrap(outcomes[a], outcomes[b]),
+    }
+  for name in ('pretrain', 'sft'):
+    if name in records:
+      rep['curves'][name] = figures.train_curve(os.path.join(run_dir, name))
+  if 'rl' in records:
+    rep['curves']['rl'] = figures.reward_curve(os.path.join(run_dir, 'rl'))
+  collect = figures.read_json(os.path.join(run_dir, 'collect', 'manifest.json'))
+  if collect:
+    rep['tool_calls']['teacher'] = collect['summary']['tool_calls_histogram']
+    rep['teacher'] = collect['teacher']
+  funnel = figures.read_json(os.path.join(run_dir, 'tasks', 'funnel.json'))
+  rep['tasks'] = funnel or {}
+  rep['manifest'] = {
+      'stages': {
+          n: {
+              k: r.get(k)
+              for k in (
+                  'hash',
+                  'argv',
+                  'figure',
+                  'reused',
+                  'log',
+                  'fingerprint',
+              )
+          }
+          for n, r in records.items()
+      },
+      'versions': _versions(),
+  }
+  return rep
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  evals = [tuple(e.split(':', 1)) for e in _EVALS.value]
+  rep = build(_RUN_DIR.value, evals, _VARIANT.value)
+  os.makedirs(_WORKDIR.value, exist_ok=True)
+  rep['plots'] = plots.write_all(rep, _WORKDIR.value)
+  with open(os.path.join(_RUN_DIR.value, 'report.json'), 'w') as f:
+    json.dump(rep, f, indent=1)
+  with open(os.path.join(_RUN_DIR.value, 'report.md'), 'w') as f:
+    f.write(report_md.render(rep, _RUN_DIR.value))
+  print(json.dumps({k: v['value'] for k, v in rep['pass_at_1'].items()}))
+
+
+if __name__ == '__main__':
+  flags.mark_flags_as_required(['run_dir', 'workdir'])
+  app.run(main)

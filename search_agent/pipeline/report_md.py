@@ -1,0 +1,106 @@
+"""report.json as Markdown: what a first-time reader looks at first."""
+
+import os
+
+
+def _pct(x: float) -> str:
+  return f'{100 * x:.1f}%'
+
+
+def _pass_table(rep: dict) -> list[str]:
+  lines = [
+      '| evaluation | n | pass@1 | 95% interval (Wilson) | first call well'
+      ' formed | first query names the first page |',
+      '|---|---|---|---|---|---|',
+  ]
+  for label, r in rep['pass_at_1'].items():
+    wf = rep['well_formed_first_call'].get(label)
+    qn = rep['query_names_first_page'].get(label)
+    lines.append(
+        f'| {label} | {r["n"]} | {_pct(r["value"])} |'
+        f' [{_pct(r["ci_low"])}, {_pct(r["ci_high"])}] |'
+        f' {"-" if wf is None else _pct(wf)} | {"-" if qn is None else _pct(qn)} |'
+    )
+  for name, p in rep['paired'].items():
+    b = p['bootstrap_95']
+    lines.append('')
+    lines.append(
+        f'- {name}: {p["gained"]} tasks gained, {p["lost"]} lost of'
+        f' {p["tasks"]}; Δ {_pct(p["delta"])}, McNemar p = {p["p_value"]:.3g},'
+        f' bootstrap 95% [{_pct(b["low"])}, {_pct(b["high"])}]'
+    )
+  return lines
+
+
+def _curves(rep: dict) -> list[str]:
+  lines = []
+  for name in ('pretrain', 'sft'):
+    c = rep['curves'].get(name)
+    if not c or not c['train']:
+      continue
+    first, last = c['train'][0], c['train'][-1]
+    text = (
+        f'- {name}: train NLL {first[1]:.3f} (update {first[0]}) →'
+        f' {last[1]:.3f} (update {last[0]})'
+    )
+    if c['val']:
+      text += '; val ' + ', '.join(f'{v:.3f}@{s}' for s, v in c['val'])
+    lines.append(text)
+  for key, points in sorted((rep['curves'].get('rl') or {}).items()):
+    lines.append(
+        f'- rl {key}: {points[0][1]:.3f} (update {points[0][0]}) →'
+        f' {points[-1][1]:.3f} (update {points[-1][0]})'
+    )
+  return lines or ['- (no training curves recorded)']
+
+
+def render(rep: dict, run_dir: str) -> str:
+  """The Markdown report."""
+  lines = [
+      f'# Pipeline report ({rep["variant"] or "custom"})',
+      '',
+      f'Run directory `{rep["run_dir"]}`; {rep["total_seconds"]:.0f} s of'
+      ' stage time.',
+      '',
+      '## Held-out pass@1',
+      '',
+      *_pass_table(rep),
+      '',
+      '## Curves',
+      '',
+      *_curves(rep),
+      '',
+      '## Tool calls per trajectory',
+      '',
+  ]
+  for label, t in rep['tool_calls'].items():
+    if label == 'teacher':
+      lines.append(f'- teacher demonstrations: {t}')
+    else:
+      lines.append(f'- {label}: mean {t["mean"]:.2f}, {t["histogram"]}')
+  teacher = rep.get('teacher')
+  if teacher:
+    stand_in = ' (a programmatic stand-in, not an LLM)' if teacher[
+        'stand_in'] else ''  # fmt: skip
+    lines += ['', f'Teacher: `{teacher["name"]}`{stand_in}.']
+  if rep['tasks'].get('temporary'):
+    lines += ['', f'Tasks: {rep["tasks"].get("source")} — temporary, until'
+              ' synthesis.run is wired in.']  # fmt: skip
+  lines += ['', '## Stages', '',
+            '| stage | seconds | CPU seconds | key figure | hash |',
+            '|---|---|---|---|---|']  # fmt: skip
+  for name, m in rep['manifest']['stages'].items():
+    reused = ' (reused)' if m['reused'] else ''
+    cpu = rep['stage_cpu_seconds'].get(name, 0)
+    lines.append(
+        f'| {name} | {rep["stages"].get(name, 0):.1f}{reused} | {cpu:.1f} |'
+        f' {m["figure"]} | `{m["hash"]}` |'
+    )
+  lines += ['', '## Plots', '']
+  for name, path in rep.get('plots', {}).items():
+    lines.append(f'![{name}]({os.path.relpath(path, run_dir)})')
+  v = rep['manifest']['versions']
+  lines += ['', '## Versions', '', ', '.join(f'{k} {x}' for k, x in v.items())]
+  lines += ['', 'Every stage\'s command line is in report.json (manifest) and'
+            ' stages.json; its output in DIR/<stage>/log.txt.', '']  # fmt: skip
+  return '\n'.join(lines)

@@ -1,0 +1,159 @@
+"""Rollout server vs the in-process sampler on one multi-turn agent workload.
+
+  JAX_PLATFORMS=cpu python -m search_agent.serving.benchmark \
+      --trajectories=32 --turns=5
+
+Both run the tiny MoE (random weights, one CPU device) behind the llm
+protocol: the server over HTTP through the token-exact ServerLLM (sessions
+keep their KV between turns), the sampler through SamplerLLM (concurrent
+calls batched into one `Sampler.generate`, every prompt prefilled whole,
+padded to max_prompt_len). Printed: generated tokens/s, mean time per
+trajectory, prompt tokens computed (prefill) against the prompt tokens sent,
+and tokens/s at concurrency 1, 8 and the full count. Sampling: temperature
+1.0, top-p 1.0 (RL settings).
+"""
+
+import json
+import logging
+import threading
+import time
+
+from absl import app
+from absl import flags
+import httpx
+import jax
+
+from search_agent.agent import chat_prompts
+from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.llm import protocol
+from search_agent.llm import sampler_client
+from search_agent.llm import server_client
+from search_agent.model import engine as engine_lib
+from search_agent.model import engine_core
+from search_agent.model import engine_types
+from search_agent.model import families
+from search_agent.model import maxtext_model
+from search_agent.model import sampler as sampler_lib
+from search_agent.serving import app as app_lib
+from search_agent.serving import bench_workload as W
+from search_agent.serving import build
+from tpu_configs import serve as serve_config
+
+_N = flags.DEFINE_integer('trajectories', 32, 'Concurrent trajectories.')
+_TURNS = flags.DEFINE_integer('turns', 5, 'Model calls per trajectory.')
+_PROMPT = flags.DEFINE_integer('prompt_len', 256, 'First prompt tokens.')
+_OUT = flags.DEFINE_list('out_range', ['16', '64'], 'Tokens per call.')
+_OBS = flags.DEFINE_list('obs_range', ['64', '128'], 'Observation tokens.')
+_STEPS = flags.DEFINE_integer('steps_per_call', 8, 'Server decode steps.')
+_SWEEP = flags.DEFINE_list('concurrency', ['1', '8'], 'Extra sweep points.')
+_PORT = flags.DEFINE_integer('port', 8911, 'Server port.')
+_CHUNK = flags.DEFINE_integer(
+    'max_chunk',
+    0,
+    'Server max_chunk (0: obs max + 64; smaller re-prefills'
+    ' the whole context when a turn adds more).',
+)
+
+
+def _workload(n, vocab, seed):
+  return W.make(
+      n, turns=_TURNS.value, prompt_len=_PROMPT.value,
+      out_range=tuple(map(int, _OUT.value)),
+      obs_range=tuple(map(int, _OBS.value)), vocab=vocab, seed=seed,
+  )  # fmt: skip
+
+
+def _measure(llm, prompts, vocab, before=None, after=None) -> dict:
+  params = protocol.SamplingParams(temperature=1.0, top_p=1.0)
+  W.run(llm, prompts, _workload(1, vocab, 99)[:1], params, 1)  # compile
+  out = {}
+  for c in [_N.value] + [int(x) for x in _SWEEP.value]:
+    prompts.prompt_tokens = 0
+    b = before() if before else {}
+    s = W.run(llm, prompts, _workload(c, vocab, c), params, c)
+    a = after() if after else {}
+    row = dict(
+        tokens_per_s=round(s.tokens_per_s, 1),
+        seconds=round(s.seconds, 2),
+        per_trajectory_s=round(s.per_trajectory_s, 2),
+        generated=s.generated,
+        prompt_tokens_sent=prompts.prompt_tokens,
+    )
+    for k in a:
+      row[k] = a[k] - b[k]
+    out[c] = row
+  return out
+
+
+def _server(cfg, layout, params, tok, max_ctx) -> tuple[dict, object]:
+  ecfg = engine_types.EngineConfig(
+      slots=_N.value, max_context=max_ctx, max_new_tokens=int(_OUT.value[1]),
+      max_chunk=_CHUNK.value or int(_OBS.value[1]) + 64, prefill_min_tokens=64,
+      steps_per_call=_STEPS.value, max_queue=4 * _N.value,
+  )  # fmt: skip
+  core = engine_core.EngineCore(
+      cfg, layout, slots=ecfg.slots, max_context=max_ctx,
+      ring_len=ecfg.ring_len, steps_per_call=ecfg.steps_per_call,
+      devices=jax.devices()[:1],
+  )  # fmt: skip
+  engine = engine_lib.Engine(core, ecfg, vocab_size=cfg.vocab_size)
+  engine.start(params, 0)
+  served = build.Served(engine, chat_prompts.RendererPrompts(tok), 'tiny')
+  srv = app_lib.make_server(served, host='127.0.0.1', port=_PORT.value)
+  threading.Thread(target=srv.run, daemon=True).start()
+  url = f'http://127.0.0.1:{_PORT.value}'
+  while not srv.started:
+    time.sleep(0.05)
+  prompts = W.TokenPrompts(tok.decode)
+  llm = server_client.ServerLLM(
+      server_client.ServerConfig(base_urls=(url,)), prompts
+  )
+
+  def counters():
+    m = httpx.get(url + '/metrics').json()
+    return {
+        'prefill_tokens_computed': m['prefill_tokens'] + m['fed_prompt_tokens'],
+        'reused_tokens': m['reused_tokens'],
+    }
+
+  try:
+    return _measure(llm, prompts, cfg.vocab_size, counters, counters), srv
+  finally:
+    srv.should_exit = True
+    engine.close()
+
+
+def _sampler(cfg, layout, params, tok, max_ctx) -> dict:
+  s = sampler_lib.Sampler(
+      cfg, layout, batch_size=_N.value, max_prompt_len=max_ctx,
+      max_new_tokens=int(_OUT.value[1]), devices=jax.devices()[:1],
+  )  # fmt: skip
+  s.set_params(params, 0)
+  prompts = W.TokenPrompts(tok.decode)
+  out = _measure(sampler_client.SamplerLLM(s, prompts), prompts, cfg.vocab_size)
+  for c, row in out.items():  # every prompt prefilled whole, padded
+    row['prefill_tokens_computed'] = row['prompt_tokens_sent']
+    row['prefill_tokens_padded'] = c * _TURNS.value * max_ctx
+  return out
+
+
+def main(argv):
+  del argv
+  logging.getLogger('httpx').setLevel(logging.WARNING)
+  cfg = families.model_preset('tiny')
+  layout = families.layout_preset('fsdp')
+  max_ctx = _PROMPT.value + _TURNS.value * (
+      int(_OUT.value[1]) + int(_OBS.value[1])
+  )
+  model = maxtext_model.build(cfg, layout, devices=jax.devices()[:1])
+  tok = tokenizer_lib.load_tokenizer(serve_config.get_config('tiny').tokenizer)
+  server, _ = _server(cfg, layout, model.params, tok, max_ctx)
+  sampler = _sampler(cfg, layout, model.params, tok, max_ctx)
+  n = _N.value
+  report = {'server': server, 'sampler': sampler,
+            'speedup_tokens_per_s': round(server[n]['tokens_per_s'] / sampler[n]['tokens_per_s'], 2)}  # fmt: skip
+  print(json.dumps(report, indent=1))
+
+
+if __name__ == '__main__':
+  app.run(main)

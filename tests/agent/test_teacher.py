@@ -1,0 +1,122 @@
+"""The programmatic teacher through the real ReAct loop, tools and index."""
+
+import asyncio
+
+import pytest
+
+from search_agent.agent import react
+from search_agent.agent import renderer
+from search_agent.agent import task as task_lib
+from search_agent.agent import teacher as teacher_lib
+from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.corpus import twowiki
+from search_agent.corpus.sources import CorpusSpec
+from search_agent.search import tools as tools_lib
+from search_agent.search.tantivy_backend import tantivy_engine
+from search_agent.search.tantivy_build import build_tantivy_index
+
+
+@pytest.fixture(scope='module')
+def engine(tmp_path_factory):
+  path = tmp_path_factory.mktemp('teacher_index') / 'index'
+  build_tantivy_index(CorpusSpec(max_docs=500), path)
+  eng = tantivy_engine(path)
+  yield eng
+  eng.close()
+
+
+def _run(engine, task, config, seed, tools=('search',)):
+  toolbox = tools_lib.Toolbox(
+      engine, config=tools_lib.ToolboxConfig(tools=tools, top_k=3)
+  )
+  llm = teacher_lib.ProgrammaticTeacher(task, config, seed=seed, tools=tools)
+  agent = react.ReActAgent(llm, react.AgentConfig(temperature=0.0))
+  return asyncio.run(
+      agent.run(
+          traj_id=f'{task.id}#{seed}',
+          task_id=task.id,
+          question=task.question,
+          system_prompt='Search, then answer.',
+          toolbox=toolbox,
+      )
+  )
+
+
+TEUTBERGA = task_lib.Task(
+    id='t1',
+    question='Who was Teutberga married to?',
+    answer='Lothair II',
+    evidence=('Teutberga',),
+)
+
+
+def test_follows_the_evidence_and_answers_from_what_it_read(engine):
+  traj = _run(engine, TEUTBERGA, teacher_lib.TeacherConfig(recovery_rate=0), 0)
+  assert traj.status == 'answered'
+  assert traj.final_answer == 'Lothair II'
+  [call] = traj.tool_calls
+  assert call.name == 'search'
+  assert call.arguments['query'][0].strip('"') == 'Teutberga'
+  tool_turns = [m for m in traj.messages if m.role == 'tool']
+  assert '[r1] Teutberga' in tool_turns[0].content
+
+
+def test_recovers_from_a_broken_call_and_the_broken_turn_has_no_loss(
+    engine, tmp_path
+):
+  config = teacher_lib.TeacherConfig(recovery_rate=1.0)
+  traj = _run(engine, TEUTBERGA, config, 0)
+  replies = [m for m in traj.messages if m.role == 'assistant']
+  assert replies[0].invalid and not replies[0].trainable
+  assert [m.name for m in traj.messages if m.role == 'tool'][0] == 'error'
+  assert replies[1].tool_calls[0].name == 'search' and not replies[1].invalid
+  assert traj.final_answer == 'Lothair II'
+  tok = tokenizer_lib.train_tiny_tokenizer(
+      twowiki.read_2wiki()[:300], tmp_path / 'tok', 1024
+  )
+  rendered = renderer.render(traj.messages, tok)
+  text = tok.decode(
+      [t for t, m in zip(rendered.token_ids, rendered.loss_mask) if m]
+  )
+  assert replies[0].content not in text  # the broken call carries no loss
+  assert replies[1].content in text
+
+
+def test_two_hop_path_searches_each_page_in_order(engine):
+  task = task_lib.Task(
+      id='t2',
+      question='Who was the wife of the father of Bertha?',
+      answer='Teutberga',
+      meta={
+          'evidence_path': [
+              {'title': 'Bertha, daughter of Lothair II'},
+              {'title': 'Lothair II'},
+          ]
+      },
+  )
+  traj = _run(engine, task, teacher_lib.TeacherConfig(recovery_rate=0), 1)
+  queries = [c.arguments['query'][0].strip('"') for c in traj.tool_calls]
+  assert queries == ['Bertha, daughter of Lothair II', 'Lothair II']
+  assert traj.final_answer == 'Teutberga'
+
+
+def test_visit_reads_the_page_it_found(engine):
+  config = teacher_lib.TeacherConfig(recovery_rate=0, visit=True)
+  traj = _run(engine, TEUTBERGA, config, 0, tools=('search', 'visit'))
+  assert [c.name for c in traj.tool_calls] == ['search', 'visit']
+  assert traj.tool_calls[1].arguments['ref_id'] == ['r1']
+  assert traj.final_answer == 'Lothair II'
+
+
+def test_says_so_when_the_answer_is_not_in_what_it_read(engine):
+  task = task_lib.Task(
+      id='t3', question='Q?', answer='Nowhere Answer', evidence=('Teutberga',)
+  )
+  traj = _run(engine, task, teacher_lib.TeacherConfig(recovery_rate=0), 0)
+  assert traj.final_answer == teacher_lib.NOT_FOUND
+
+
+def test_a_task_without_evidence_is_refused():
+  task = task_lib.Task(id='t4', question='Q?', answer='A')
+  with pytest.raises(ValueError, match='no evidence path'):
+    teacher_lib.ProgrammaticTeacher(task)

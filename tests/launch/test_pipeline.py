@@ -1,0 +1,236 @@
+"""The pipeline driver: stages as real binaries, reuse by hash, the report."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from search_agent.pipeline import plan
+from search_agent.pipeline import report
+from search_agent.pipeline import runner
+from search_agent.pipeline import stages as stages_lib
+from search_agent.pipeline import stats
+from tpu_configs import pipeline as pipeline_config
+
+Stage = stages_lib.Stage
+FRONT = ('index', 'tasks', 'tokenizer', 'collect', 'filter', 'split')
+
+
+def _config(**stage_args):
+  c = pipeline_config.get_config('tiny')
+  c.stages = FRONT
+  c.tasks.source = 'lookup'  # the quick task source; synthesis has its tests
+  c.tasks.heldout = 4
+  c.tasks.max_train = 12
+  c.tokenizer.vocab_size = 1024
+  c.split.min_val = 2
+  for key, value in stage_args.items():
+    section, field = key.split('__')
+    c[section][field] = value
+  return c
+
+
+def test_placeholders_are_inputs_and_paths(tmp_path):
+  s = Stage(
+      name='sft',
+      module='m',
+      overrides={'data.train_path': '{split}/train.jsonl', 'x': (0, 0)},
+      flags={'tok': '{tokenizer}', 'out': '{dir}/x'},
+  )
+  assert s.inputs() == ('split', 'tokenizer')
+  argv = s.argv('py', str(tmp_path))
+  assert f'--config.data.train_path={tmp_path}/split/train.jsonl' in argv
+  assert '--config.x=(0, 0)' in argv
+  assert f'--out={tmp_path}/x' in argv
+  assert argv[-1] == f'--workdir={tmp_path}/sft'
+
+
+def test_hash_follows_settings_and_inputs_not_the_run_dir():
+  s = Stage(name='a', module='m', flags={'n': 1, 'in': '{b}'})
+  h = stages_lib.stage_hash(s, {'b': 'x'})
+  assert h == stages_lib.stage_hash(s, {'b': 'x'})
+  assert h != stages_lib.stage_hash(s, {'b': 'y'})
+  other = Stage(name='a', module='m', flags={'n': 2, 'in': '{b}'})
+  assert h != stages_lib.stage_hash(other, {'b': 'x'})
+
+
+def test_order_is_checked():
+  with pytest.raises(stages_lib.StageError, match='do not run before it'):
+    stages_lib.check_order([Stage(name='a', module='m', flags={'x': '{b}'})])
+
+
+def test_a_missing_module_stops_the_run_before_any_stage(tmp_path):
+  c = pipeline_config.get_config('tiny')
+  c.stages = ('index', 'tasks')
+  missing = Stage(name='later', module='search_agent.not_landed', issue='99')
+  with pytest.raises(stages_lib.MissingStageError, match='not_landed.*99'):
+    runner.run(plan.build(c) + [missing], str(tmp_path), console=print)
+  assert not os.path.exists(tmp_path / 'index')
+
+
+def test_a_missing_config_variant_is_named(tmp_path):
+  s = Stage(name='p', module='search_agent.train.sft',
+            config='tpu_configs/sft.py:no_such_variant', issue='x')  # fmt: skip
+  with pytest.raises(stages_lib.MissingStageError, match='no_such_variant'):
+    runner.run([s], str(tmp_path), console=lambda _: None)
+
+
+@pytest.mark.slow
+def test_front_stages_run_then_reuse_then_rerun_downstream(tmp_path):
+  lines = []
+  first = runner.run(plan.build(_config()), str(tmp_path), console=lines.append)
+  assert [r.name for r in first] == list(FRONT)
+  assert not any(r.reused for r in first)
+  assert len(lines) == len(FRONT)
+  recorded = json.loads((tmp_path / 'stages.json').read_text())
+  assert {r['status'] for r in recorded.values()} == {'done'}
+  trajs = (tmp_path / 'collect' / 'trajectories.jsonl').read_text()
+  assert len(trajs.splitlines()) == 12 * 3
+  split = json.loads((tmp_path / 'split' / 'split.json').read_text())
+  assert split['train'] > 0 and split['val'] >= 2
+
+  again = runner.run(plan.build(_config()), str(tmp_path), console=lines.append)
+  assert all(r.reused for r in again)
+  report = Stage(name='report', module='search_agent.pipeline.split',
+                 flags={'input': '{dir}/filter/filtered.jsonl'}, always=True)  # fmt: skip
+  twice = [runner.run([report], str(tmp_path), console=print)[0] for _ in '12']
+  assert not any(r.reused for r in twice)  # an `always` stage always runs
+
+  changed = runner.run(
+      plan.build(_config(teacher__rollouts=2)),
+      str(tmp_path),
+      console=lines.append,
+  )
+  reran = [r.name for r in changed if not r.reused]
+  assert reran == ['collect', 'filter', 'split']
+  trajs = (tmp_path / 'collect' / 'trajectories.jsonl').read_text()
+  assert len(trajs.splitlines()) == 12 * 2
+
+
+def test_a_failing_stage_is_recorded_and_raises(tmp_path):
+  s = Stage(name='bad', module='search_agent.pipeline.split',
+            flags={'input': '{dir}/missing.jsonl'})  # fmt: skip
+  with pytest.raises(stages_lib.StageError, match='exited with'):
+    runner.run([s], str(tmp_path), python=sys.executable, console=print)
+  rec = json.loads((tmp_path / 'stages.json').read_text())['bad']
+  assert rec['status'] == 'failed'
+  assert os.path.exists(rec['log'])
+
+
+def test_wilson_and_mcnemar():
+  lo, hi = stats.wilson(0, 100)
+  assert lo == 0.0 and hi == pytest.approx(0.037, abs=1e-3)
+  lo, hi = stats.wilson(30, 100)
+  assert (lo, hi) == pytest.approx((0.219, 0.396), abs=1e-3)
+  before = {str(i): False for i in range(20)}
+  after = {str(i): i < 10 for i in range(20)}
+  m = stats.mcnemar(before, after)
+  assert (m['gained'], m['lost']) == (10, 0)
+  assert m['p_value'] == pytest.approx(2 / 2**10)
+  assert stats.mcnemar(after, after)['p_value'] == 1.0
+
+
+def _fake_eval(d, correct):
+  d.mkdir()
+  with open(d / 'results.jsonl', 'w') as f:
+    for i, ok in enumerate(correct):
+      f.write(json.dumps({'task_id': f't{i}', 'correct': ok,
+                          'n_tool_calls': 1 + ok}) + '\n')  # fmt: skip
+
+
+def test_report_holds_the_contract_fields(tmp_path):
+  _fake_eval(tmp_path / 'e0', [False] * 10)
+  _fake_eval(tmp_path / 'e1', [True] * 4 + [False] * 6)
+  (tmp_path / 'stages.json').write_text(json.dumps({
+      'e0': {'seconds': 3.0, 'hash': 'h0', 'argv': [], 'figure': '',
+             'reused': False, 'log': ''},
+      'e1': {'seconds': 5.0, 'hash': 'h1', 'argv': [], 'figure': '',
+             'reused': False, 'log': ''},
+  }))  # fmt: skip
+  rep = report.build(
+      str(tmp_path), [('before_sft', 'e0'), ('after_sft', 'e1')], 't'
+  )
+  p = rep['pass_at_1']['after_sft']
+  assert (p['n'], p['value']) == (10, 0.4)
+  assert p['ci_low'] < 0.4 < p['ci_high']
+  assert rep['stages'] == {'e0': 3.0, 'e1': 5.0}
+  assert rep['paired']['after_sft_vs_before_sft']['gained'] == 4
+  assert rep['tool_calls']['after_sft']['histogram'] == {'1': 6, '2': 4}
+
+
+@pytest.mark.slow
+def test_model_stages_pulse_into_the_report(tmp_path, monkeypatch):
+  """Teacher demos -> SFT (2 updates) -> eval.run in process -> report."""
+  # The stage binaries run on the one CPU device, as in the main job, not
+  # on the 8 simulated devices conftest gives this process.
+  monkeypatch.delenv('XLA_FLAGS', raising=False)
+  c = _config(sft__updates=2, sft__warmup=1, sft__eval_every=2, eval__questions=2,
+              eval__max_new_tokens=8, eval__max_steps=2, eval__batch_size=2)  # fmt: skip
+  c.stages = FRONT + ('sft', 'eval_after_sft', 'report')
+  records = runner.run(plan.build(c), str(tmp_path), console=print)
+  assert [r.name for r in records][-3:] == ['sft', 'eval_after_sft', 'report']
+  rep = json.loads((tmp_path / 'report.json').read_text())
+  p = rep['pass_at_1']['after_sft']
+  assert p['n'] == 2 and 0.0 <= p['ci_low'] <= p['value'] <= p['ci_high']
+  assert set(rep['stages']) >= {'sft', 'eval_after_sft', 'collect'}
+  assert rep['curves']['sft']['train'][-1][0] == 2
+  assert (tmp_path / 'report.md').read_text().startswith('# Pipeline report')
+  assert os.path.exists(rep['plots']['stages'])
+
+
+_RL_CONFIG = """
+import ml_collections
+def get_config(arg=None):
+  c = ml_collections.ConfigDict()
+  c.rollout = ml_collections.ConfigDict(dict(system_prompt=''{compact}))
+  c.search = ml_collections.ConfigDict(dict(tools={tools}, top_k=3{snippets}))
+  return c
+"""
+
+
+def _rl_config(path, compact: bool, tools: str):
+  path.write_text(
+      _RL_CONFIG.format(
+          compact=", tool_text='json'" if compact else '',
+          snippets=', snippet_words=0' if compact else '',
+          tools=tools,
+      )
+  )
+  return f'{path}:tiny'
+
+
+def test_one_prompt_format_for_every_stage(tmp_path):
+  c = pipeline_config.get_config('tiny')
+  c.stages = ('index', 'tasks', 'tokenizer', 'collect', 'eval_after_sft')
+  assert plan.env_of(c).tool_text == 'signature'
+  # RL runs but its config cannot take the compact settings, and its tool
+  # list is a list field (not overridable): every stage falls back to the
+  # schemas and RL's tools, so the prompts still agree.
+  c.stages = c.stages + ('sft', 'rl')
+  c.rl.config = _rl_config(tmp_path / 'a.py', False, "['search', 'visit']")
+  env = plan.env_of(c)
+  assert (env.tool_text, env.tools) == ('json', ('search', 'visit'))
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['collect'].flags['tool_text'] == 'json'
+  assert stages['eval_after_sft'].overrides['search.tools'] == env.tools
+  assert 'search.tools' not in stages['rl'].overrides
+  c.rl.config = _rl_config(tmp_path / 'b.py', True, "('search',)")
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['rl'].overrides['rollout.tool_text'] == 'signature'
+  assert stages['rl'].overrides['search.tools'] == ('search',)
+  assert stages['collect'].flags['tool_text'] == 'signature'
+
+
+def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
+  c = pipeline_config.get_config('tiny')
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['sft'].overrides['init_from'] == '{pretrain}'
+  assert 'pretrain' in stages['sft'].inputs()
+  assert stages['eval_before_sft'].overrides['sampler.checkpoint_dir'] == (
+      '{pretrain}'
+  )
+  c.stages = tuple(n for n in c.stages if n != 'pretrain')
+  stages = {s.name: s for s in plan.build(c)}
+  assert 'init_from' not in stages['sft'].overrides
+  assert stages['eval_before_sft'].overrides['sampler.checkpoint_dir'] == ''

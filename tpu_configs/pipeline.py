@@ -1,0 +1,136 @@
+"""The whole recipe as one run: `python -m launch.pipeline
+--config=tpu_configs/pipeline.py[:tiny|:learn] --workdir=DIR`.
+
+Stages (each its own binary, DIR/<stage>, reused while its inputs are
+unchanged; search_agent/pipeline/plan.py wires them):
+  index            index.build over the bundled 2Wiki corpus (tantivy)
+  tasks            synthesis.run :tiny (or the temporary lookup tasks)
+  tokenizer        the tiny BPE every model stage shares
+  pretrain         next-token pretraining on the corpus (train.sft pretrain
+                   mode; the SFT issue)
+  eval_before_sft  eval.run, in-process sampler, held-out tasks
+  collect          teacher demonstrations in the real environment
+  filter           filtering.run (correctness, completeness, failed-turn masks)
+  split            train / validation demonstrations, split by task
+  sft              train.sft from the pretrained checkpoint
+  eval_after_sft   eval.run
+  rl               train.rl.run from the SFT checkpoint (issue 11)
+  eval_after_rl    eval.run
+  report           DIR/report.md, report.json and plots
+
+Variants: 'tiny' (the README's main job: under 15 minutes on 2 free cores)
+and 'learn' (the learning-signal benchmark: 200 held-out tasks, every train
+task's demonstrations, 400 pretraining and 1,200 SFT updates, 30 RL updates;
+~90 minutes on 2 free cores by the per-update CPU seconds measured in
+:tiny runs, not run to the end here).
+"""
+
+import ml_collections
+
+STAGES = (
+    'index',
+    'tasks',
+    'tokenizer',
+    'pretrain',
+    'eval_before_sft',
+    'collect',
+    'filter',
+    'split',
+    'sft',
+    'eval_after_sft',
+    'rl',
+    'eval_after_rl',
+    'report',
+)
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+  """Returns the pipeline config of variant `arg` ('tiny' or 'learn')."""
+  variant = arg or 'tiny'
+  if variant not in ('tiny', 'learn'):
+    raise ValueError(f'pipeline variant {variant!r}: use tiny or learn')
+  learn = variant == 'learn'
+  c = ml_collections.ConfigDict()
+  c.variant = variant
+  # Interpreter of the stage binaries; '' = the driver's own.
+  c.python = ''
+  # Stages to run, in order (a subset runs only those; inputs must be in it).
+  c.stages = STAGES
+  # What the agent sees, the same in collection, eval and RL: compact
+  # prompts (a one-line tool signature, 3 results of <= 24 words) for tiny
+  # models; 'json' / 10 / 0 / 'agent_system.md' are the recipe's.
+  c.env = dict(
+      tools=('search',),
+      top_k=3,
+      snippet_words=24,
+      system_prompt='agent_system_compact.md',
+      tool_text='signature',
+  )
+  # Task source: 'synthesis' (synthesis.run, issue 13) or 'lookup' (the
+  # temporary one-hop tasks of search_agent/pipeline/lookup_tasks.py).
+  c.tasks = dict(
+      source='synthesis',
+      synthesis_config='tpu_configs/synthesis.py:tiny',
+      heldout=200 if learn else 100,
+      max_train=0 if learn else 400,  # 0 = every train task
+  )
+  c.tokenizer = dict(vocab_size=4096)
+  # Pretraining on corpus text with synthetic copy/recall sequences
+  # (train.sft, data.mode='pretrain': tpu_configs/sft.py:pretrain_tiny).
+  # `extra`: more overrides.
+  c.pretrain = dict(
+      config='tpu_configs/sft.py:pretrain_tiny',
+      updates=400 if learn else 40,
+      warmup=10,
+      extra=(),
+  )
+  # Teacher demonstrations: 'programmatic' (the stand-in that follows each
+  # task's evidence path) or 'openai' (any LLM at base_url / model).
+  c.teacher = dict(
+      kind='programmatic',
+      base_url='',
+      model='',
+      rollouts=3,
+      visit=False,
+      recovery_rate=0.2,
+      think=False,
+      quote_rate=0.5,  # half the rollouts search the title quoted first
+      max_steps=6,
+  )
+  # filtering.run: the recipe's selection with an offline exact-match judge.
+  c.filter = dict(config='tpu_configs/filtering.py:recipe', judge='exact')
+  c.split = dict(val_fraction=0.05, min_val=16)
+  # SFT (train.sft :tiny). `init` holds the overrides that start it from
+  # the pretrain stage's checkpoint (placeholder {pretrain}), used when the
+  # pretrain stage runs; `extra` any others.
+  c.sft = dict(
+      config='tpu_configs/sft.py:tiny',
+      updates=1200 if learn else 60,
+      # Packed rows of 2,048 tokens (a compact demonstration is ~420).
+      seq_len=2048,
+      micro_steps=2,
+      warmup=20 if learn else 5,
+      eval_every=100 if learn else 30,
+      init=('init_from={pretrain}',),
+      extra=(),
+  )
+  # Held-out evaluation with the in-process sampler, greedy, exact match.
+  c.eval = dict(
+      questions=200 if learn else 100,
+      max_steps=3,
+      max_new_tokens=64,
+      max_prompt_len=1536,  # as RL's tiny sampler
+      batch_size=16,
+      temperature=0.0,
+  )
+  # RL (train.rl.run :tiny, issue 11) from the SFT checkpoint on the train
+  # tasks, in the same environment (plan.py sets tasks, init, tokenizer,
+  # search, prompt and agent limits); `extra`: more overrides.
+  # checkpoint_dir is what eval_after_rl restores.
+  c.rl = dict(
+      config='tpu_configs/rl.py:tiny',
+      updates=30 if learn else 3,
+      checkpoint_dir='{rl}',
+      extra=(),
+  )
+  return c
