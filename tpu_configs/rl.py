@@ -2,7 +2,8 @@
 
 Usage: --config=tpu_configs/rl.py (the recipe), tpu_configs/rl.py:tiny (a
 2-core CPU run), :searchmaster (std-normalized advantages, clipped objective
-with KL 0.001) or :searchmaster,tiny. Every value below is from open-recipe.md unless its
+with KL 0.001) or :searchmaster,tiny, :partial (Iris: synchronous steps
+over-sampled 25%, partial rollouts, truncated IS; :partial,tiny). Every value below is from open-recipe.md unless its
 comment says otherwise.
 """
 
@@ -109,15 +110,20 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   _add_run_fields(c)
   variants = set(arg.split(',')) if arg else set()
-  unknown = variants - {'tiny', 'searchmaster'}
+  unknown = variants - {'tiny', 'searchmaster', 'partial'}
   if unknown:
     raise ValueError(
-        f'unknown variant(s) {sorted(unknown)}; want tiny and/or searchmaster'
+        f'unknown variant(s) {sorted(unknown)}; want tiny, searchmaster'
+        ' and/or partial'
     )
   if 'searchmaster' in variants:  # SearchMaster's GRPO (searchmaster.md)
     c.group_size = 8  # K_P = K_S = 8
     c.normalize_std = True
     c.loss.update(dict(objective='grpo_clip', kl_coef=0.001))
+  if 'partial' in variants:  # Iris: synchronous steps + partial rollouts
+    c.scheduler.update(dict(synchronous=True, oversample=0.25))
+    c.loss.objective = 'tis'
+    c.rollout.partial = True
   if 'tiny' in variants:
     c.scheduler.update(
         dict(
@@ -192,6 +198,20 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
           keep_observations=5,
           min_output_tokens=1_024,
           system_prompt='agent_system.md',
+          # The policy the worker samples: 'in_process' (its own sampler),
+          # 'server' (rollout servers, search_agent.serving, at server_urls;
+          # new weights pushed by /update_weights) or 'openai' (an
+          # OpenAI-compatible endpoint; no versions, routing or weight push:
+          # see train/rl/server_policy.py).
+          policy='in_process',
+          # Iris partial rollouts (train/rl/partial.py): once an update has
+          # its groups, in-flight rollouts hold (the server aborts the
+          # request) and resume from their committed prefix under the new
+          # version; use with a synchronous, over-sampled schedule and
+          # loss.objective='tis' (the :partial variant).
+          partial=False,
+          server_urls=(),
+          openai=dict(base_url='http://127.0.0.1:8000/v1', model=''),
           # Benchmarks only: injected per-group tool latency (0 = none).
           latency_median_s=0.0,
           latency_p99_s=0.0,

@@ -36,6 +36,7 @@ from search_agent.train.rl import learner_state
 from search_agent.train.rl import loss as loss_lib
 from search_agent.train.rl import metrics as metrics_lib
 from search_agent.train.rl import parity as parity_lib
+from search_agent.train.rl import partial
 from search_agent.train.rl import policy_logprobs
 from search_agent.train.rl import replay_queue
 from search_agent.train.rl import scheduler as sched_lib
@@ -61,6 +62,9 @@ class LoopConfig:
     seq_len: Packed length (a longer trajectory is an error).
     microbatch_size: Trajectories per microbatch.
     dynamic_sampling: Drop groups whose advantages are all zero.
+    partial_rollouts: Iris: once the update has its groups, rollout workers
+      hold (and the server aborts) in-flight requests until the new version
+      is published (partial.py).
     checkpoint_every: Checkpoint every this many updates (and the last).
     poll_s: Sleep when nothing happened.
     stall_timeout_s: Longest wait without a delivered group.
@@ -75,6 +79,7 @@ class LoopConfig:
   seq_len: int
   microbatch_size: int
   dynamic_sampling: bool = True
+  partial_rollouts: bool = False
   checkpoint_every: int = 1
   poll_s: float = 0.1
   stall_timeout_s: float = 1800.0
@@ -165,6 +170,7 @@ class LearnerLoop:
       self.sched = sched_lib.Scheduler(self.cfg.scheduler)
     self.start_version = self.version
     pathlib.Path(done_path(self.workdir)).unlink(missing_ok=True)
+    partial.clear_interrupt(self.workdir)
     self.weights.publish(self.params, self.version)
     self.metrics = metrics_lib.RLMetricsWriter(
         self.workdir, self.cfg.max_updates, self.version
@@ -273,12 +279,22 @@ class LearnerLoop:
     acc = learner.GradientSums(self._logprob_fn, cfg.loss)
     t0 = time.monotonic()
     busy, used_groups, last_seen = 0.0, [], time.monotonic()
-    last_expire = 0.0
+    last_expire, interrupted = 0.0, False
     while not self.sched.update_full:
       self.check_alive()
       self._dispatch()
       if self._collect():
         last_seen = time.monotonic()
+      if (
+          cfg.partial_rollouts
+          and not interrupted
+          and (
+              len(self.sched.ready) + len(self.sched.accumulating)
+              >= cfg.scheduler.groups_per_update
+          )
+      ):  # enough groups: hold the over-sampled rollouts (Iris)
+        partial.write_interrupt(self.workdir, self.version + 1)
+        interrupted = True
       chunk = self.sched.take()
       if chunk:
         missing = [g for g in chunk if g not in self.payloads]

@@ -77,6 +77,13 @@ def update_record(
       'logprob_abs_gap': float(sums['logprob_abs_gap']),
       'token_age_hist': ages,
       'tokens_past_age_limit': int(sum(ages[max_token_age + 1 :])),
+      # Partial rollouts (partial.py): requests held/aborted, and rollouts
+      # whose tokens splice several versions (truncated IS corrects them;
+      # under 'tis' icepop_mask_rate is the share of weights over the cap).
+      'interruptions': sum(g.meta.get('interruptions', 0) for g in groups),
+      'spliced_rollouts': sum(
+          g.meta.get('spliced_rollouts', 0) for g in groups
+      ),
       'grad_norm': grad_norm,
       'update_seconds': wall_s,
       'learner_busy_seconds': busy_s,

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import logging as std_logging
 import os
 import threading
 import time
@@ -22,7 +23,9 @@ import jax
 
 from search_agent.agent import chat_prompts
 from search_agent.agent import react
+from search_agent.llm import openai_client
 from search_agent.llm import sampler_client
+from search_agent.llm import server_client
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.model import families
 from search_agent.model import sampler as sampler_lib
@@ -32,8 +35,10 @@ from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train.rl import climbing_handoff
 from search_agent.train.rl import loop as loop_lib
+from search_agent.train.rl import partial
 from search_agent.train.rl import replay_queue
 from search_agent.train.rl import rollout_worker
+from search_agent.train.rl import server_policy
 from search_agent.train.rl import setup
 from search_agent.train.rl import task_pool
 from search_agent.train.rl import weight_sync
@@ -91,10 +96,33 @@ def build_learner(c, workdir: str, devices, check_alive=lambda: None):
   )
 
 
-@contextlib.contextmanager
-def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
-  """A RolloutWorker on `devices`, its sampler synced to the weights dir."""
-  tok = setup.tokenizer(c, workdir)
+def policy_for(c, workdir: str, devices, tok) -> tuple[Any, Any]:
+  """(LLM, weight sync) of `rollout.policy` (see server_policy.py)."""
+  store = weight_sync.WeightStore(_paths(workdir)['weights'])
+  prompts = chat_prompts.RendererPrompts(tok, c.tokenizer.chat_template)
+  kind = c.rollout.policy
+  if kind == 'server':
+    std_logging.getLogger('httpx').setLevel(std_logging.WARNING)  # per call
+    urls = tuple(c.rollout.server_urls)
+    llm = server_policy.RoutedServerLLM(
+        server_client.ServerConfig(base_urls=urls, routed_experts=True),
+        prompts,
+    )
+    sync = server_policy.ServerWeightSync(store, urls)
+    return server_policy.SyncedServerLLM(llm, sync), sync
+  if kind == 'openai':
+    o = c.rollout.openai
+    llm = openai_client.OpenAIClient(
+        openai_client.OpenAIConfig(
+            base_url=o.base_url, model=o.model, logprobs=True,
+            return_token_ids=True,
+        )
+    )  # fmt: skip
+    return server_policy.StampedLLM(llm, store), server_policy.NoSync()
+  if kind != 'in_process':
+    raise setup.RLSetupError(
+        f'rollout.policy {kind!r}: use one of {server_policy.POLICIES}'
+    )
   cfg = dataclasses.replace(
       setup.model_config(c),
       max_target_length=c.sampler.max_prompt_len + c.sampler.max_new_tokens,
@@ -107,12 +135,26 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
       max_new_tokens=c.sampler.max_new_tokens,
       devices=devices,
   )
-  synced = weight_sync.SyncedSampler(
-      sampler, weight_sync.WeightStore(_paths(workdir)['weights'])
-  )
-  llm = sampler_client.SamplerLLM(
-      synced, chat_prompts.RendererPrompts(tok, c.tokenizer.chat_template)
-  )
+  synced = weight_sync.SyncedSampler(sampler, store)
+  return sampler_client.SamplerLLM(synced, prompts), synced
+
+
+def _partial(c, workdir: str) -> dict[str, Any]:
+  """The worker's interrupt gate and abort call (Iris partial rollouts)."""
+  if not c.rollout.partial:
+    return {}
+  store = weight_sync.WeightStore(_paths(workdir)['weights'])
+  abort = None
+  if c.rollout.policy == 'server':
+    abort = server_policy.abort_fn(tuple(c.rollout.server_urls))
+  return {'gate': partial.InterruptGate(workdir, store), 'abort': abort}
+
+
+@contextlib.contextmanager
+def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
+  """A RolloutWorker on `devices`, its policy synced to the weights dir."""
+  tok = setup.tokenizer(c, workdir)
+  llm, synced = policy_for(c, workdir, devices, tok)
   index = setup.index_dir(c, workdir)
   engine = tantivy_engine(index) if index else None
   backend = engine or client_lib.HttpSearch(c.search.url)
@@ -136,6 +178,7 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
       rollouts_path=os.path.join(
           workdir, f'rollouts-{c.rollout.worker_id}.jsonl'
       ),
+      **_partial(c, workdir),
   )
   worker.synced = synced
   try:

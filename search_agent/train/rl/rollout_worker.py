@@ -32,6 +32,7 @@ from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory as traj_lib
 from search_agent.llm import protocol
 from search_agent.rewards import outcome
+from search_agent.train.rl import partial
 from search_agent.train.rl import records
 from search_agent.train.rl import replay_queue
 from search_agent.train.rl import rollout_times
@@ -113,6 +114,8 @@ class RolloutWorker:
       queue: replay_queue.ReplayQueue,
       errors_path: str | os.PathLike[str],
       rollouts_path: str | os.PathLike[str] | None = None,
+      gate: Any = None,
+      abort: Callable[[], Awaitable[None]] | None = None,
   ):
     self.cfg = cfg
     self.policy = policy
@@ -123,11 +126,15 @@ class RolloutWorker:
     self.queue = queue
     self.errors_path = pathlib.Path(errors_path)
     self.rollouts_path = rollouts_path
+    self.gate, self.abort = gate, abort  # partial rollouts (partial.py)
     self.delivered = 0
     self._attempts: dict[str, int] = {}
 
   async def _rollout(self, task, group_id, i):
-    llm = token_exact.RecordingLLM(self.policy)
+    policy = self.policy
+    if self.gate is not None:
+      policy = partial.PartialPolicy(self.policy, self.gate, self.abort)
+    llm = token_exact.RecordingLLM(policy)
     agent_cfg = dataclasses.replace(self.agent_cfg, seed=_seed(group_id, i))
     agent = react.ReActAgent(llm, agent_cfg)
     traj = await agent.run(
@@ -137,6 +144,10 @@ class RolloutWorker:
         system_prompt=self.system_text,
         toolbox=self.toolbox_factory(task),
     )
+    if self.gate is not None:
+      traj = dataclasses.replace(
+          traj, meta={**traj.meta, 'partial': policy.meta()}
+      )
     if traj.status == 'failed':
       raise RolloutError(f'rollout {traj.id} failed: {traj.error}')
     why = token_exact.check(
@@ -194,6 +205,14 @@ class RolloutWorker:
             'statuses': statuses,
             'versions': sorted(versions),
             'pass': item.get('pass', 0),
+            'interruptions': sum(
+                t.meta.get('partial', {}).get('interruptions', 0)
+                for t, _, _ in outs
+            ),
+            'spliced_rollouts': sum(
+                len(t.meta.get('partial', {}).get('spliced_versions', ())) > 1
+                for t, _, _ in outs
+            ),
         },
     )
 

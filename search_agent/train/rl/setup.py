@@ -52,6 +52,7 @@ def loop_config(c: ml_collections.ConfigDict) -> loop_lib.LoopConfig:
       seq_len=lc.seq_len,
       microbatch_size=lc.microbatch_size,
       dynamic_sampling=lc.dynamic_sampling,
+      partial_rollouts=c.rollout.partial,
       checkpoint_every=lc.checkpoint_every,
       poll_s=lc.poll_s,
       stall_timeout_s=lc.stall_timeout_s,

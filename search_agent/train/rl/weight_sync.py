@@ -1,8 +1,10 @@
 """Weight sync: versioned, atomic orbax params directories under the run.
 
-The learner publishes policy version v as `<root>/<v>/` (an orbax PyTree of
-the parameters, written to `<root>/tmp-<v>-<uuid>/` and renamed: a version
-directory is complete or absent) and keeps the last `keep`. Samplers poll
+The learner publishes policy version v as `<root>/<v>/state` (an orbax PyTree
+`{'params': ...}`, the trainers' checkpoint layout, so a rollout server's
+`/update_weights {path: <root>, step: v}` reads it too; written to
+`<root>/.tmp-<v>-<uuid>/` and renamed: a version directory is complete or
+absent) and keeps the last `keep`. Samplers poll
 `latest_version()` between requests and load a newer version onto their own
 mesh; a version that fails to load (deleted underneath, corrupt) leaves the
 sampler on its old weights, and the failure is reported, never raised into
@@ -19,6 +21,10 @@ import uuid
 from absl import logging
 import jax
 import orbax.checkpoint as ocp
+
+# The trainers' checkpoint layout (model/checkpoint_params.py).
+STATE_ITEM = 'state'
+PARAMS_KEY = 'params'
 
 
 class WeightSyncError(RuntimeError):
@@ -47,9 +53,9 @@ class WeightStore:
     final = self.root / str(version)
     if final.exists():
       return final  # a resumed learner republishing the same weights
-    tmp = self.root / f'tmp-{version}-{uuid.uuid4().hex}'
+    tmp = self.root / f'.tmp-{version}-{uuid.uuid4().hex}'
     ckpt = ocp.PyTreeCheckpointer()
-    ckpt.save(tmp / 'params', params)
+    ckpt.save(tmp / STATE_ITEM, {PARAMS_KEY: params})
     os.replace(tmp, final)
     for v in self.versions()[: -self.keep]:
       shutil.rmtree(self.root / str(v), ignore_errors=True)
@@ -57,18 +63,22 @@ class WeightStore:
 
   def load(self, version: int, like: Any) -> Any:
     """Restores `version` into the shapes/dtypes/shardings of `like`."""
-    path = self.root / str(version) / 'params'
-    abstract = jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),
-        like,
-    )
+    path = self.root / str(version) / STATE_ITEM
+    abstract = {
+        PARAMS_KEY: jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(
+                x.shape, x.dtype, sharding=x.sharding
+            ),
+            like,
+        )
+    }
     return ocp.PyTreeCheckpointer().restore(
         path,
         args=ocp.args.PyTreeRestore(
             item=abstract,
             restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
         ),
-    )
+    )[PARAMS_KEY]
 
 
 class SyncedSampler:

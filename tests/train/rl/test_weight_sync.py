@@ -58,8 +58,8 @@ def test_sampler_loads_between_requests_and_survives_a_bad_version(tmp_path):
   assert synced.generate([[1], [2]]) == [1, 1]  # stamped with the new one
   # Version 2 is corrupt: the sampler keeps serving 1 and says so.
   store.publish(_params(2.0), 2)
-  shutil.rmtree(tmp_path / '2' / 'params')
-  (tmp_path / '2' / 'params').mkdir()
+  shutil.rmtree(tmp_path / '2' / 'state')
+  (tmp_path / '2' / 'state').mkdir()
   assert synced.generate([[1]]) == [1]
   assert synced.loads == [0, 1]
   assert synced.load_errors and synced.load_errors[0][0] == 2
