@@ -35,7 +35,6 @@ def _install() -> None:
 
 if __name__ == '__main__':
   _install()
-  from gcp_storage_emulator import \
-      __main__ as emulator  # pylint: disable=g-import-not-at-top
+  from gcp_storage_emulator import __main__ as emulator  # pylint: disable=g-import-not-at-top
 
   sys.exit(emulator.main())
