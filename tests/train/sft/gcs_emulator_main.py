@@ -10,6 +10,7 @@ this launcher adds them to its download handler and starts it unchanged
 otherwise.
 """
 
+import importlib
 import sys
 
 from gcp_storage_emulator import exceptions
@@ -35,6 +36,7 @@ def _install() -> None:
 
 if __name__ == '__main__':
   _install()
-  from gcp_storage_emulator import __main__ as emulator  # pylint: disable=g-import-not-at-top
+  # The emulator's CLI module, imported only after the handler is patched.
+  emulator = importlib.import_module('gcp_storage_emulator.__main__')
 
   sys.exit(emulator.main())
