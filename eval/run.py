@@ -18,7 +18,6 @@ how many failed, the error kinds (`LLMError: ConnectError`, `LLMError: HTTP
 500`), the endpoint and what to check.
 """
 
-import asyncio
 import json
 
 from absl import app
@@ -27,7 +26,7 @@ from ml_collections import config_flags
 
 from eval import cli
 from eval import datasets
-from eval import harness
+from eval import evaluation
 from eval import settings
 from search_agent.model import quiet_logs
 from search_agent.search import backend
@@ -50,7 +49,7 @@ def main(argv):
   del argv
   quiet_logs.install()
   try:
-    report = _evaluate(_CONFIG.value, _WORKDIR.value)
+    report = evaluation.run_config(_CONFIG.value, _WORKDIR.value)
   except (
       settings.EvalSetupError,
       datasets.DatasetError,
@@ -61,32 +60,6 @@ def main(argv):
   print(json.dumps({k: s[k] for k in _PRINTED if k in s}))
   if s['failures']['too_many']:
     raise SystemExit(f'eval.run failed: {s["failures"]["message"]}')
-
-
-def _evaluate(c, workdir: str):
-  """Builds the LLMs and the toolbox, runs the eval; returns the report."""
-  config = settings.eval_config(c)
-  policy, policy_manifest = settings.llm(c.policy, c.sampler)
-  judge, judge_manifest = settings.llm(c.judge)
-  aux, _ = settings.llm(c.aux)
-  if policy is None:
-    raise settings.EvalSetupError('policy.kind cannot be none')
-  with settings.toolbox_factory(c.search, aux, workdir) as toolbox_factory:
-    report = asyncio.run(
-        harness.evaluate(
-            config,
-            policy=policy,
-            judge=judge,
-            toolbox_factory=toolbox_factory,
-            workdir=workdir,
-            describe={
-                'policy': policy_manifest,
-                'judge': judge_manifest,
-                'toolbox': toolbox_factory.manifest,
-            },
-        )
-    )
-  return report
 
 
 if __name__ == '__main__':

@@ -6,7 +6,7 @@ The real corpus (100k pages) and its decrypted queries are not bundled: a
 corpus in its JSONL format is made from the bundled 2Wiki pages (numeric
 docids), the queries from the demo tasks, the qrels from their evidence.
 Policy and judge are a real local HTTP server; the eval is the binary's own
-code path (`eval.run._evaluate` on the `browsecomp_plus` config variant).
+code path (`eval.evaluation.run_config` on the `browsecomp_plus` config variant).
 """
 
 import asyncio
@@ -20,8 +20,8 @@ import pytest
 
 from eval import browsecomp_plus
 from eval import browsecomp_plus_tools as bcp_tools
+from eval import evaluation
 from eval import results
-from eval import run as run_lib
 from search_agent.agent import trajectory
 from search_agent.corpus import twowiki
 from search_agent.corpus.sources import CorpusSpec
@@ -150,7 +150,7 @@ def test_end_to_end(bcp, tmp_path, repo_root):
     c[role].openai.update(base_url=server.base_url, model=f'{role}-m',
                           backoff_s=0.01)  # fmt: skip
   with server.running():
-    report = run_lib._evaluate(c, str(tmp_path))  # pylint: disable=protected-access
+    report = evaluation.run_config(c, str(tmp_path))
   s = report['summary']
   assert s['pass_at_1_strict'] == 0.25 and s['questions'] == 4
   # Its judge sampling: temperature 0.7, top-p 0.8, top-k 20, no thinking.

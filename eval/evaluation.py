@@ -1,0 +1,37 @@
+"""One evaluation from its config: the LLMs, the toolbox, the harness.
+
+`eval.run` is the binary over `run_config`; tests call it directly (the
+binary's module defines absl flags, which two binaries in one process
+would define twice).
+"""
+
+import asyncio
+
+from eval import harness
+from eval import settings
+
+
+def run_config(c, workdir: str):
+  """Builds the LLMs and the toolbox, runs the eval; returns the report."""
+  config = settings.eval_config(c)
+  policy, policy_manifest = settings.llm(c.policy, c.sampler)
+  judge, judge_manifest = settings.llm(c.judge)
+  aux, _ = settings.llm(c.aux)
+  if policy is None:
+    raise settings.EvalSetupError('policy.kind cannot be none')
+  with settings.toolbox_factory(c.search, aux, workdir) as toolbox_factory:
+    report = asyncio.run(
+        harness.evaluate(
+            config,
+            policy=policy,
+            judge=judge,
+            toolbox_factory=toolbox_factory,
+            workdir=workdir,
+            describe={
+                'policy': policy_manifest,
+                'judge': judge_manifest,
+                'toolbox': toolbox_factory.manifest,
+            },
+        )
+    )
+  return report
