@@ -30,12 +30,12 @@ from flax import nnx
 import jax
 import jax.numpy as jnp
 from maxtext.utils import maxtext_utils
-from maxtext.utils import model_creation_utils
 import numpy as np
 
 from search_agent.model import config as config_lib
 from search_agent.model import maxtext_model
 from search_agent.model import mesh as mesh_lib
+from search_agent.model import sampler as sampler_lib
 from search_agent.model import sampling
 
 
@@ -91,8 +91,12 @@ class EngineCore:
     self.rules = maxtext_model.MeshAndRules(
         self.mesh, self.mt_config.logical_axis_rules
     )
-    self._prefill_mode = _split_mode(self.mt_config, self.mesh, 'prefill')
-    self._decode_mode = _split_mode(self.mt_config, self.mesh, 'autoregressive')
+    self._prefill_mode = sampler_lib.split_mode(
+        self.mt_config, self.mesh, 'prefill'
+    )
+    self._decode_mode = sampler_lib.split_mode(
+        self.mt_config, self.mesh, 'autoregressive'
+    )
     self._axes = _cache_axes(self.mt_config)
     self.cache = self._decode_mode['cache']
     self._prefill_jit = jax.jit(self._prefill)
@@ -430,28 +434,3 @@ def _unflat(tree, flat: dict):
   return jax.tree_util.tree_unflatten(
       jax.tree_util.tree_structure(tree), leaves
   )
-
-
-def _split_mode(mt_config, mesh, mode: str) -> dict:
-  """A mode's graph, zeroed cache, RNG state and abstract params."""
-  create_fn, abstract = model_creation_utils.create_nnx_abstract_model(
-      mt_config, mesh, model_mode=mode
-  )
-  graphdef, params, cache, rest = nnx.split(abstract, nnx.Param, nnx.Cache, ...)
-  shardings = jax.tree.map(
-      lambda x: x.sharding,
-      (cache, rest),
-      is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct),
-  )
-  with maxtext_model.MeshAndRules(mesh, mt_config.logical_axis_rules):
-    cache, rest = jax.jit(
-        lambda: nnx.state(create_fn(), nnx.Param, nnx.Cache, ...)[1:],
-        out_shardings=shardings,
-    )()
-  return {
-      'name': mode,
-      'graphdef': graphdef,
-      'params': nnx.to_pure_dict(params),
-      'cache': nnx.to_pure_dict(cache),
-      'rest': rest,
-  }

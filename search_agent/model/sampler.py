@@ -82,8 +82,8 @@ class Sampler:
         return_routed_experts=self._record,
     )
     self.mesh = maxtext_utils.get_mesh_from_config(self.mt_config, devices)
-    self._prefill = _split_mode(self.mt_config, self.mesh, 'prefill')
-    self._decode = _split_mode(self.mt_config, self.mesh, 'autoregressive')
+    self._prefill = split_mode(self.mt_config, self.mesh, 'prefill')
+    self._decode = split_mode(self.mt_config, self.mesh, 'autoregressive')
     self._rules = maxtext_model.MeshAndRules(
         self.mesh, self.mt_config.logical_axis_rules
     )
@@ -278,7 +278,7 @@ def _ends_with_stop(tokens, stop_strings, decode_fn) -> bool:
   return any(s in tail[-(len(s) + 16) :] for s in stop_strings)
 
 
-def _split_mode(mt_config, mesh, mode: str) -> dict:
+def split_mode(mt_config, mesh, mode: str) -> dict:
   """A mode's graph, zeroed cache, RNG state and abstract params (weights
   come from set_params: none are initialized, XLA drops their init)."""
   create_fn, abstract = model_creation_utils.create_nnx_abstract_model(
