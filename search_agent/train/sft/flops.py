@@ -56,6 +56,34 @@ def train_flops(per_token: dict, remat_policy: str) -> int:
   return per_token['train_remat']
 
 
+# Dense bf16 peak FLOP/s per chip, by the start of jax's device_kind.
+_CHIP_PEAK = (
+    ('TPU v6', 918e12),
+    ('TPU v5p', 459e12),
+    ('TPU v5', 197e12),  # v5e / v5 lite
+    ('TPU v4', 275e12),
+    ('NVIDIA H200', 989e12),
+    ('NVIDIA H100', 989e12),
+    ('NVIDIA A100', 312e12),
+)
+
+
+def peak_flops(device_kinds: list[str], platform: str) -> float | None:
+  """Peak FLOP/s of the devices a run uses, or None if a kind is unknown.
+
+  CPU: `cpu_peak_flops` once for the host (simulated devices share it).
+  """
+  if platform == 'cpu':
+    return cpu_peak_flops()
+  total = 0.0
+  for kind in device_kinds:
+    peak = next((p for k, p in _CHIP_PEAK if kind.startswith(k)), None)
+    if peak is None:
+      return None
+    total += peak
+  return total
+
+
 def cpu_peak_flops(flops_per_cycle: int = 64) -> float:
   """Peak fp32 FLOP/s of this host's CPUs: cores x clock x FLOP/cycle.
 

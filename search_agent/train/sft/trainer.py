@@ -25,6 +25,7 @@ from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
 from search_agent.train.sft import config as sft_config
 from search_agent.train.sft import coverage
+from search_agent.train.sft import flops
 from search_agent.train.sft import inputs as inputs_lib
 from search_agent.train.sft import metrics as metrics_lib
 from search_agent.train.sft import step as step_lib
@@ -56,9 +57,10 @@ class _Run:
           opt_cfg,
           frozen=opt_cfg.frozen + (model_config_lib.ROUTER_PARAM_PATTERN,),
       )
+    self.schedule = schedule_lib.make_schedule(cfg.schedule)
     self.tx = optim.make_optimizer(
         opt_cfg,
-        schedule_lib.make_schedule(cfg.schedule),
+        self.schedule,
         self.model.params,
         self.model.logical_axes,
     )
@@ -67,6 +69,12 @@ class _Run:
     )
     self.eval_step = step_lib.make_eval_step(self.model)
     self.sharding = step_lib.batch_sharding(self.model)
+    per_token = flops.flops_per_token(cfg.model, cfg.data.seq_len)
+    self.flops_per_token = flops.train_flops(per_token, cfg.model.remat_policy)
+    used = devices if devices is not None else jax.devices()
+    self.peak_flops = flops.peak_flops(
+        [d.device_kind for d in used], used[0].platform
+    )
 
 
 def validation_nll(run: _Run, params, cfg: sft_config.SFTConfig) -> float:
@@ -90,6 +98,18 @@ def _update(run: _Run, state: dict, batch: dict) -> tuple[dict, dict]:
   m['step_time_s'] = dt
   m['tokens_per_s'] = float(np.sum(batch['segment_ids'] > 0)) / dt
   return {'params': params, 'opt_state': opt_state}, m
+
+
+def _rates(run: _Run, step: int, tokens_per_s: float) -> dict[str, float]:
+  """Learning rate of this update, model FLOP/s and MFU (FLOPs per token by
+  `flops.train_flops`; MFU only where the devices' peak is known)."""
+  out = {
+      'learning_rate': float(run.schedule(step - 1)),
+      'model_flops_per_s': tokens_per_s * run.flops_per_token,
+  }
+  if run.peak_flops:
+    out['mfu'] = out['model_flops_per_s'] / run.peak_flops
+  return out
 
 
 def _report_data(cfg, run: _Run, workdir: str, writer) -> None:
@@ -171,6 +191,7 @@ def train(
         ckpt.save(step - 1, state, it.get_state())
       break
     state, m = _update(run, state, batch)
+    m.update(_rates(run, step, m['tokens_per_s']))
     writer.write(step, 'train', m)
     if cfg.data.val_path and (
         step == cfg.total_updates

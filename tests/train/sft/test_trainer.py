@@ -1,6 +1,7 @@
 """SFT trainer: resume after a kill, validation, metrics; the binary's pulse."""
 
 import dataclasses
+import importlib.util
 import json
 import os
 import subprocess
@@ -124,6 +125,17 @@ def test_binary_pulse(tmp_path, repo_root, sft_jsonl, tiny_tokenizer_dir):
   rows = metrics_lib.read_metrics(str(tmp_path / 'metrics.jsonl'))
   assert [r['step'] for r in rows] == [1, 2]
   assert all(np.isfinite(r['nll']) for r in rows)
+  # TensorBoard/JSONL scalars: the schedule's lr of each update, MFU.
+  spec = importlib.util.spec_from_file_location(
+      'sft_cfg', repo_root / 'tpu_configs' / 'sft.py'
+  )
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  tiny = sft_config.from_config_dict(mod.get_config('tiny'))
+  schedule = schedule_lib.make_schedule(tiny.schedule)
+  for r in rows:
+    assert r['learning_rate'] == pytest.approx(float(schedule(r['step'] - 1)))
+    assert r['model_flops_per_s'] > 0 and 0 < r['mfu'] < 1
   assert metrics_lib.read_metrics(str(tmp_path / 'metrics.jsonl'), 'val')
   assert (tmp_path / 'checkpoints' / '2').is_dir()
   [data] = metrics_lib.read_metrics(str(tmp_path / 'metrics.jsonl'), 'data')
