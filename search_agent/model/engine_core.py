@@ -194,28 +194,10 @@ class EngineCore:
 
   # Jitted bodies.
 
-  def _run(self, mode, params, cache, tokens, positions, segments):
-    model = nnx.merge(mode['graphdef'], params, cache, mode['rest'], copy=True)
-    logits = model(
-        decoder_input_tokens=tokens,
-        decoder_positions=positions,
-        decoder_segment_ids=segments,
-        enable_dropout=False,
-        model_mode=mode['name'],
-    )
-    inter = nnx.pop(model, nnx.Intermediate)
-    routing = [
-        (path, v.get_value())
-        for path, v in inter.flat_state()
-        if str(path[-1]) == maxtext_model.ROUTING_KEY
-    ]
-    routing = maxtext_model.stack_routing(routing, tokens.shape)
-    return logits, nnx.to_pure_dict(nnx.state(model, nnx.Cache)), routing
-
   def _prefill(self, params, tokens, length):
     positions = jnp.arange(tokens.shape[1])[None]
     segments = (positions < length).astype(jnp.int32)
-    _, cache, routing = self._run(
+    _, cache, routing = sampler_lib.run_mode(
         self._prefill_mode,
         params,
         self._prefill_mode['cache'],
@@ -309,7 +291,7 @@ class EngineCore:
       cache, prev = carry
       tok_in = jnp.where(s < n_forced, forced[:, s], prev)
       pos = pos0 + s
-      logits, cache, routing = self._run(
+      logits, cache, routing = sampler_lib.run_mode(
           self._decode_mode,
           params,
           cache,

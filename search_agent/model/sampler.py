@@ -105,37 +105,18 @@ class Sampler:
     self.params = jax.device_put(params, shardings)
     self.policy_version = policy_version
 
-  def _run(self, mode, params, cache, tokens, positions, segments):
-    graphdef, rest = mode['graphdef'], mode['rest']
-    model = nnx.merge(graphdef, params, cache, rest, copy=True)
-    logits = model(
-        decoder_input_tokens=tokens,
-        decoder_positions=positions,
-        decoder_segment_ids=segments,
-        enable_dropout=False,
-        model_mode=mode['name'],
-    )
-    inter = nnx.pop(model, nnx.Intermediate)
-    routing = [
-        (path, v.get_value())
-        for path, v in inter.flat_state()
-        if str(path[-1]) == maxtext_model.ROUTING_KEY
-    ]
-    routing = maxtext_model.stack_routing(routing, tokens.shape)
-    return logits, nnx.to_pure_dict(nnx.state(model, nnx.Cache)), routing
-
   def _prefill_step(self, params, tokens, length):
     p = tokens.shape[1]
     positions = jnp.arange(p)[None]
     segments = (positions < length).astype(jnp.int32)
     cache = self._prefill['cache']
-    logits, cache, routing = self._run(
+    logits, cache, routing = run_mode(
         self._prefill, params, cache, tokens, positions, segments
     )
     return logits[0, length - 1], cache, routing
 
   def _decode_step(self, params, cache, tokens, positions, key, temp, top_p):
-    logits, cache, routing = self._run(
+    logits, cache, routing = run_mode(
         self._decode, params, cache, tokens, positions, None
     )
     token, logprob = sampling.sample(key, logits[:, 0], temp, top_p)
@@ -325,3 +306,24 @@ def _insert(cache, prefill_cache, slot: int):
     )
 
   return jax.tree_util.tree_map_with_path(put, cache, prefill_cache)
+
+
+def run_mode(mode: dict, params, cache, tokens, positions, segments):
+  """One forward of a `split_mode` graph: (logits, updated cache, routing
+  record [batch, tokens, layers, top_k] or None)."""
+  model = nnx.merge(mode['graphdef'], params, cache, mode['rest'], copy=True)
+  logits = model(
+      decoder_input_tokens=tokens,
+      decoder_positions=positions,
+      decoder_segment_ids=segments,
+      enable_dropout=False,
+      model_mode=mode['name'],
+  )
+  inter = nnx.pop(model, nnx.Intermediate)
+  routing = [
+      (path, v.get_value())
+      for path, v in inter.flat_state()
+      if str(path[-1]) == maxtext_model.ROUTING_KEY
+  ]
+  routing = maxtext_model.stack_routing(routing, tokens.shape)
+  return logits, nnx.to_pure_dict(nnx.state(model, nnx.Cache)), routing
