@@ -42,6 +42,17 @@ class PromptRenderer(Protocol):
     ...
 
 
+def render_prompt(
+    prompts: PromptRenderer, messages: Sequence[protocol.Message], name: str
+) -> tuple[int, ...]:
+  """The chat's prompt ids; an unrenderable chat is an LLMError naming
+  the client `name`."""
+  try:
+    return tuple(prompts.prompt_ids(messages))
+  except ValueError as e:
+    raise protocol.LLMError(f'{name}: cannot render the chat: {e}') from e
+
+
 class TokenSampler(Protocol):
   """What the adapter needs from search_agent.model.sampler.Sampler."""
 
@@ -104,12 +115,7 @@ class SamplerLLM:
       messages: Sequence[protocol.Message],
       params: protocol.SamplingParams,
   ) -> list[protocol.Completion]:
-    try:
-      prompt = tuple(self.prompts.prompt_ids(messages))
-    except ValueError as e:
-      raise protocol.LLMError(
-          f'{self.name}: cannot render the chat: {e}'
-      ) from e
+    prompt = render_prompt(self.prompts, messages, self.name)
     if len(prompt) > self.sampler.max_prompt_len:
       raise protocol.ContextLengthError(
           f'{self.name}: prompt of {len(prompt)} tokens is longer than the'

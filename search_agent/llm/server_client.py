@@ -105,12 +105,7 @@ class ServerLLM:
       messages: Sequence[protocol.Message],
       params: protocol.SamplingParams,
   ) -> list[protocol.Completion]:
-    try:
-      prompt = tuple(self.prompts.prompt_ids(messages))
-    except ValueError as e:
-      raise protocol.LLMError(
-          f'{self.name}: cannot render the chat: {e}'
-      ) from e
+    prompt = sampler_client.render_prompt(self.prompts, messages, self.name)
     return list(
         await asyncio.gather(*(
             self._one(prompt, params, i) for i in range(params.n)
