@@ -128,13 +128,10 @@ def build(
 
 
 def _tokenizer(path: str, vocab_size: int) -> tokenizer_lib.Tokenizer:
-  if path == 'qwen3':
-    path = tokenizer_lib.maxtext_tokenizer_dir()
-  tok = tokenizer_lib.load_tokenizer(path)
-  if tok.vocab_size > vocab_size:
+  try:
+    return tokenizer_lib.load_model_tokenizer(path, vocab_size)
+  except tokenizer_lib.VocabSizeError as e:
     raise SamplerSetupError(
-        f'tokenizer {path} has {tok.vocab_size} ids but the model vocab_size'
-        f' is {vocab_size}: use the tokenizer the model was trained with'
-        ' (sampler.tokenizer; a tiny SFT run trains <workdir>/tokenizer)'
-    )
-  return tok
+        str(e)
+        + ': use the tokenizer the model was trained with (sampler.tokenizer; a tiny SFT run trains <workdir>/tokenizer)'
+    ) from e

@@ -46,6 +46,10 @@ class TokenizerError(ValueError):
   """A tokenizer file is missing or lacks a token the chat format needs."""
 
 
+class VocabSizeError(TokenizerError):
+  """The tokenizer has more ids than the model's vocabulary."""
+
+
 class Tokenizer:
   """A `tokenizers.Tokenizer` with the ids the chat format needs.
 
@@ -169,6 +173,23 @@ def _chat_template(directory: pathlib.Path) -> str | None:
   if jinja_file.is_file():
     return jinja_file.read_text(encoding='utf-8')
   return None
+
+
+def load_model_tokenizer(path: str, vocab_size: int) -> Tokenizer:
+  """A model's tokenizer: `path`, or 'qwen3' for MaxText's bundled one.
+
+  Raises:
+    VocabSizeError: it has more ids than the model's `vocab_size`.
+  """
+  if path == 'qwen3':
+    path = maxtext_tokenizer_dir()
+  tok = load_tokenizer(path)
+  if tok.vocab_size > vocab_size:
+    raise VocabSizeError(
+        f'tokenizer {path} has {tok.vocab_size} ids but the model vocab_size'
+        f' is {vocab_size}'
+    )
+  return tok
 
 
 def maxtext_tokenizer_dir(name: str = 'qwen3-tokenizer') -> pathlib.Path:

@@ -112,12 +112,9 @@ class MismatchError(engine_types.WeightsError):
 
 
 def _tokenizer(path: str, vocab_size: int) -> tokenizer_lib.Tokenizer:
-  if path == 'qwen3':
-    path = tokenizer_lib.maxtext_tokenizer_dir()
-  tok = tokenizer_lib.load_tokenizer(path)
-  if tok.vocab_size > vocab_size:
+  try:
+    return tokenizer_lib.load_model_tokenizer(path, vocab_size)
+  except tokenizer_lib.VocabSizeError as e:
     raise ServeSetupError(
-        f'tokenizer {path} has {tok.vocab_size} ids but the model vocab_size'
-        f' is {vocab_size}: serve the tokenizer the model was trained with'
-    )
-  return tok
+        str(e) + ': serve the tokenizer the model was trained with'
+    ) from e
