@@ -63,48 +63,9 @@ find_java() {
     "was found under /usr/lib/jvm; install one (e.g. temurin-25-jdk) or set JAVA_HOME"
 }
 
-say() { echo "elasticsearch: $*"; }
-die() { echo "elasticsearch: error: $*" >&2; exit 1; }
-
-need() {
-  command -v "$1" >/dev/null 2>&1 || die "'$1' not found; $2"
-}
-
-running_pid() {
-  # Prints the pid of our node if the pid file names a live launcher JVM.
-  [ -f "$pidfile" ] || return 1
-  local pid
-  pid=$(cat "$pidfile")
-  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$main" || return 1
-  echo "$pid"
-}
-
-healthy() {
-  curl -fsS --max-time 5 \
-    "$url/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null |
-    grep -Eq '"status":"(yellow|green)"'
-}
-
-build() {
-  if [ -f "$jar" ] && [ -d "$src/target/lib" ] &&
-     [ -z "$(find "$src/pom.xml" "$src/src" -newer "$jar" -print -quit)" ]; then
-    return 0
-  fi
-  need mvn "install Maven 3.8+ (Debian: apt-get install maven)"
-  local mlog=$src/target/mvn-build.log t0=$SECONDS
-  mkdir -p "$src/target"
-  say "building the launcher jar with Maven (a first build downloads ~40 MB)"
-  # Offline first (everything cached in ~/.m2), then Maven Central.
-  if ! mvn -o -B -q -f "$src/pom.xml" package >"$mlog" 2>&1; then
-    if ! mvn -B -ntp -f "$src/pom.xml" package >"$mlog" 2>&1; then
-      tail -n 30 "$mlog" >&2
-      die "Maven build failed (full log: $mlog); it needs Maven Central or a filled ~/.m2"
-    fi
-  fi
-  say "built $jar in $((SECONDS - t0)) s"
-}
-
+name=elasticsearch
+marker=$main
+download='~40'
 # shellcheck source=launch/jvm_node.sh
 . "$repo/launch/jvm_node.sh"
 
