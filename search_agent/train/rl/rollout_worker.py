@@ -126,6 +126,9 @@ class RolloutWorker:
     self.queue = queue
     self.errors_path = pathlib.Path(errors_path)
     self.rollouts_path = rollouts_path
+    # Groups run concurrently and append from threads: one writer at a time,
+    # or two large lines interleave in the file.
+    self._rollouts_lock = asyncio.Lock()
     self.gate, self.abort = gate, abort  # partial rollouts (partial.py)
     self.delivered = 0
     self._attempts: dict[str, int] = {}
@@ -190,7 +193,10 @@ class RolloutWorker:
             meta={**traj.meta, 'group_id': gid,
                   'reward': dataclasses.asdict(reward)},
         )  # fmt: skip
-        await asyncio.to_thread(traj_lib.append_jsonl, self.rollouts_path, kept)
+        async with self._rollouts_lock:
+          await asyncio.to_thread(
+              traj_lib.append_jsonl, self.rollouts_path, kept
+          )
       versions.update(v for v in traj.tokens.versions if v >= 0)
     return records.RolloutGroup(
         group_id=gid,
