@@ -141,7 +141,13 @@ def rl_run(workdir: pathlib.Path, eval_dir: pathlib.Path) -> pathlib.Path:
   sampling), metrics.jsonl, parity.json.
   """
   (workdir / 'queue' / 'groups').mkdir(parents=True)
-  trajs = list(trajectory.iter_jsonl(eval_dir / 'trajectories.jsonl'))
+  # Dataset order: the eval appends trajectories as they finish, and the
+  # viewer lists an RL run's rollouts in its task pool's order.
+  order = [json.loads(x)['id'] for x in TASKS.read_text().splitlines()]
+  trajs = sorted(
+      trajectory.iter_jsonl(eval_dir / 'trajectories.jsonl'),
+      key=lambda t: order.index(t.task_id),
+  )
   tokens = {
       'token_ids': list(range(12)),
       'loss_mask': [0] * 4 + [1] * 4 + [0] * 2 + [1] * 2,
