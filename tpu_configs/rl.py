@@ -1,8 +1,8 @@
 """The open recipe's RL stage (plus SearchMaster's GRPO variant as options).
 
 Usage: --config=tpu_configs/rl.py (the recipe), tpu_configs/rl.py:tiny (a
-2-core CPU run), :searchmaster (std-normalized advantages, clipped objective
-with KL 0.001) or :searchmaster,tiny, :partial (Iris: synchronous steps
+2-core CPU run), :searchmaster (SearchMaster self-play, selfplay.*: std-normalized
+advantages, clipped objective with KL 0.001) or :searchmaster,tiny, :partial (Iris: synchronous steps
 over-sampled 25%, partial rollouts, truncated IS; :partial,tiny). Every value below is from open-recipe.md unless its
 comment says otherwise.
 """
@@ -120,6 +120,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.group_size = 8  # K_P = K_S = 8
     c.normalize_std = True
     c.loss.update(dict(objective='grpo_clip', kl_coef=0.001))
+    _searchmaster_selfplay(c)
   if 'partial' in variants:  # Iris: synchronous steps + partial rollouts
     c.scheduler.update(dict(synchronous=True, oversample=0.25))
     c.loss.objective = 'tis'
@@ -142,6 +143,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         )
     )
     _tiny_run(c)
+    if 'searchmaster' in variants:
+      _tiny_selfplay(c)
   return c
 
 
@@ -245,6 +248,82 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
   c.climbing = ml_collections.ConfigDict(
       dict(enabled=False, min_pass=0.0, max_pass=1.0, min_tool_turns=2)
   )
+  _add_selfplay_fields(c)
+
+
+def _add_selfplay_fields(c: ml_collections.ConfigDict) -> None:
+  """SearchMaster self-play (search_agent/train/rl/selfplay.py); off unless
+  :searchmaster. The seeds are sampled from `corpus_*` into
+  <workdir>/selfplay/seeds.jsonl (or read from `seeds_path`) and become the
+  task pool; `scheduler.groups_per_update` counts RETAINED seeds (the seed:
+  64 per iteration); each carries a K_P Proposer and a K_S Solver group."""
+  c.selfplay = ml_collections.ConfigDict(
+      dict(
+          enabled=False,
+          k_proposer=8,  # K_P
+          k_solver=8,  # K_S
+          proposer_max_steps=200,  # our choice: as the Solver
+          solver_max_steps=200,  # "up to 200 tool calls per rollout"
+          # Ablation switches (the seed's Table 2): naive self-play =
+          # ecg=False, difficulty='success_rate', oop=False.
+          ecg=True,  # Evidence-Chain Generator prompt (else the naive one)
+          difficulty='sdr',  # 'sdr' or 'success_rate' (1 - |2C/K_S - 1|)
+          oop=True,  # subtract the over-opening penalty in both roles
+          seed_gate=True,  # drop seeds whose best task reward <= r0
+          seed_chars=4_000,  # seed text shown to the Proposer (our choice)
+          # Filter thresholds (our choice; the seed's supplement is absent).
+          filters=dict(min_searches=2, min_opens=1, min_chain=2),
+          # The frozen Verifier: 'llm' (any llm/ endpoint, e.g. the initial
+          # model served by search_agent.serving) or 'programmatic' (the
+          # deterministic stand-in, named in the manifest).
+          verifier=dict(
+              kind='llm',
+              max_tokens=1_024,
+              llm=dict(
+                  kind='openai',
+                  name='verifier',
+                  openai=dict(base_url='http://127.0.0.1:8001/v1', model=''),
+              ),
+          ),
+          seeds_path='',  # '' = sample from the corpus below
+          num_seeds=20_000,  # our choice (20 iterations x 64 retained)
+          seed=0,
+          min_seed_chars=200,
+          corpus_kind='2wiki',
+          corpus_path='',  # '' = the bundled 2Wiki corpus
+      )
+  )
+
+
+def _searchmaster_selfplay(c: ml_collections.ConfigDict) -> None:
+  """The :searchmaster variant: self-play on (searchmaster.md)."""
+  c.selfplay.enabled = True
+  c.search.tools = ['search', 'open', 'find']
+  c.scheduler.update(
+      dict(groups_per_update=64, dispatch_batch_groups=64)
+  )  # 64 retained seeds per iteration
+  c.optimizer.learning_rate = 1e-6
+  c.max_updates = 20  # 20 iterations
+  c.learner.dynamic_sampling = False  # the seed gate decides instead
+
+
+def _tiny_selfplay(c: ml_collections.ConfigDict) -> None:
+  """:searchmaster,tiny: K_P = K_S = 2, short rollouts, the stand-in
+  Verifier, no seed gate (a random-init policy writes no parseable
+  proposal, so every seed would be discarded and the learner would starve;
+  `seed_gate` is in the manifest)."""
+  c.selfplay.update(
+      dict(
+          k_proposer=2,
+          k_solver=2,
+          proposer_max_steps=2,
+          solver_max_steps=2,
+          seed_gate=False,
+          seed_chars=300,
+          num_seeds=16,
+      )
+  )
+  c.selfplay.verifier.kind = 'programmatic'
 
 
 def _tiny_run(c: ml_collections.ConfigDict) -> None:

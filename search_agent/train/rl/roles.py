@@ -38,6 +38,7 @@ from search_agent.train.rl import loop as loop_lib
 from search_agent.train.rl import partial
 from search_agent.train.rl import replay_queue
 from search_agent.train.rl import rollout_worker
+from search_agent.train.rl import selfplay
 from search_agent.train.rl import server_policy
 from search_agent.train.rl import setup
 from search_agent.train.rl import task_pool
@@ -81,7 +82,10 @@ def build_learner(c, workdir: str, devices, check_alive=lambda: None):
           every=c.learner.checkpoint_every, keep=c.learner.checkpoint_keep
       ),
   )
-  return loop_lib.LearnerLoop(
+  loop_cls = selfplay.SelfPlayLoop if selfplay.enabled(c) else (
+      loop_lib.LearnerLoop
+  )  # fmt: skip
+  return loop_cls(
       setup.loop_config(c),
       model=model,
       tx=setup.optimizer(c, model),
@@ -161,10 +165,14 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
   tb_cfg = tools_lib.ToolboxConfig(
       tools=tuple(c.search.tools), top_k=c.search.top_k
   )
-  system = prompt_lib.load(c.rollout.system_prompt).render(
-      tools=react.tool_text(tools_lib.schemas.tool_schemas(tb_cfg.tools))
-  )
-  worker = rollout_worker.RolloutWorker(
+  tools_text = react.tool_text(tools_lib.schemas.tool_schemas(tb_cfg.tools))
+  system = prompt_lib.load(c.rollout.system_prompt).render(tools=tools_text)
+  make = rollout_worker.RolloutWorker
+  if selfplay.enabled(c):  # SearchMaster self-play: seeds, two roles
+    make = selfplay.worker_factory(
+        c, workdir, tools_text, setup.agent_config(c)
+    )
+  worker = make(
       setup.worker_config(c),
       policy=llm,
       agent_cfg=setup.agent_config(c),
@@ -224,7 +232,9 @@ def _after(c, workdir: str) -> None:
 
 def run_learner(c, workdir: str) -> int:
   loop = build_learner(c, workdir, jax.devices())
-  write_manifest(c, workdir, 'learner', {'judge': setup.scorer(c).manifest})
+  judge = (selfplay.judge_manifest(c) if selfplay.enabled(c)
+           else setup.scorer(c).manifest)  # fmt: skip
+  write_manifest(c, workdir, 'learner', {'judge': judge})
   version = loop.run()
   _after(c, workdir)
   return version

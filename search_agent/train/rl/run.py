@@ -31,6 +31,7 @@ from ml_collections import config_flags
 
 from search_agent.model import quiet_logs
 from search_agent.train.rl import roles
+from search_agent.train.rl import selfplay
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'RL config (tpu_configs/rl.py).', lock_config=True
@@ -45,6 +46,7 @@ def main(argv):
   quiet_logs.install()
   os.makedirs(_WORKDIR.value, exist_ok=True)
   c, workdir = _CONFIG.value, os.path.abspath(_WORKDIR.value)
+  c = selfplay.prepare(c, workdir)  # self-play: the seed pool as tasks
   if _ROLE.value == 'rollout':
     roles.run_rollout(c, workdir)
     return

@@ -1,0 +1,270 @@
+"""SearchMaster self-play as a training mode of the RL loop (`selfplay.*`).
+
+The task pool holds seed documents (selfplay/seeds.py); one dispatched
+group is one seed. `SelfPlayWorker` plays the seed on the rollout policy
+(selfplay/seed_round.py: Proposer rollouts, filters, Solver rollouts,
+Verifier, rewards) and delivers ONE replay group holding the seed's two
+GRPO groups, Proposer rollouts first (`meta.selfplay.split` = their sizes);
+a seed failing the gate is delivered empty (the learner drops it and
+refills the slot). `SelfPlayLoop` splits such groups back into their two
+GRPO groups for advantages (each normalized on its own) and adds the
+iteration's self-play metrics (selfplay/stats.py) to each update's
+metrics.jsonl row. Passing tasks are appended to
+<workdir>/selfplay/tasks.jsonl (Task JSONL), seed summaries to
+<workdir>/selfplay/seeds_played.jsonl.
+"""
+
+import asyncio
+import dataclasses
+import functools
+import json
+import os
+from typing import Any
+import uuid
+
+from search_agent.agent import react
+from search_agent.agent import task as task_lib
+from search_agent.corpus import sources
+from search_agent.llm import registry
+from search_agent.selfplay import filters as filters_lib
+from search_agent.selfplay import proposal as proposal_lib
+from search_agent.selfplay import seed_round
+from search_agent.selfplay import seeds as seeds_lib
+from search_agent.selfplay import stats
+from search_agent.selfplay import verifier as verifier_lib
+from search_agent.train.rl import advantages as adv_lib
+from search_agent.train.rl import configs
+from search_agent.train.rl import loop as loop_lib
+from search_agent.train.rl import records
+from search_agent.train.rl import rollout_worker
+from search_agent.train.rl import token_exact
+
+
+def enabled(c) -> bool:
+  return 'selfplay' in c and bool(c.selfplay.enabled)
+
+
+def prepare(c, workdir: str):
+  """The config with `tasks_path` = the seed pool (built once when absent)."""
+  if not enabled(c):
+    return c
+  s = c.selfplay
+  path = s.seeds_path or os.path.join(workdir, 'selfplay', 'seeds.jsonl')
+  if not os.path.exists(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    spec = sources.CorpusSpec(kind=s.corpus_kind, path=s.corpus_path,
+                              derive_links=False)  # fmt: skip
+    picked = seeds_lib.sample_seeds(spec, s.num_seeds, s.seed, s.min_seed_chars)
+    tmp = f'{path}.{uuid.uuid4().hex}'
+    seeds_lib.write_tasks(tmp, picked)
+    os.replace(tmp, path)
+  out = c.copy_and_resolve_references()
+  out.tasks_path = path
+  return out
+
+
+def selfplay_config(c) -> seed_round.SelfPlayConfig:
+  s = c.selfplay
+  return seed_round.SelfPlayConfig(
+      k_proposer=s.k_proposer, k_solver=s.k_solver, ecg=s.ecg,
+      difficulty=s.difficulty, oop=s.oop, seed_gate=s.seed_gate,
+      seed_chars=s.seed_chars,
+      filters=filters_lib.FilterConfig(**s.filters.to_dict()),
+      rewards=configs.searchmaster_rewards(c),
+  )  # fmt: skip
+
+
+def build_verifier(c) -> verifier_lib.Verifier:
+  """`selfplay.verifier.kind`: 'programmatic' (stand-in) or 'llm'."""
+  v = c.selfplay.verifier
+  if v.kind == verifier_lib.PROGRAMMATIC:
+    return verifier_lib.ProgrammaticVerifier()
+  if v.kind != 'llm':
+    raise ValueError(f'selfplay.verifier.kind {v.kind!r}: programmatic|llm')
+  llm = registry.build(registry.from_dict(v.llm.to_dict()))
+  return verifier_lib.LLMVerifier(llm, max_tokens=v.max_tokens)
+
+
+def judge_manifest(c, sp_cfg=None) -> dict[str, Any]:
+  v = c.selfplay.verifier
+  out = dict(build_verifier(c).manifest) if v.kind != 'llm' else {
+      'name': 'llm', 'llm': registry.from_dict(v.llm.to_dict()).manifest()
+  }  # fmt: skip
+  out['selfplay'] = dataclasses.asdict(sp_cfg or selfplay_config(c))
+  return out
+
+
+def worker_factory(c, workdir: str, tools_text: str, agent_cfg):
+  """RolloutWorker's constructor with the self-play pieces bound."""
+  s, sp = c.selfplay, selfplay_config(c)
+  if c.rollout.partial:
+    raise ValueError('selfplay does not support rollout.partial')
+  steps = lambda n: dataclasses.replace(  # pylint: disable=g-long-lambda
+      agent_cfg, budgets=dataclasses.replace(agent_cfg.budgets, max_steps=n)
+  )
+  return functools.partial(
+      SelfPlayWorker, sp=sp, verifier=build_verifier(c),
+      proposer_system=proposal_lib.proposer_system(sp.ecg, tools_text),
+      role_agent_cfgs={'proposer': steps(s.proposer_max_steps),
+                       'solver': steps(s.solver_max_steps)},
+      out_dir=os.path.join(workdir, 'selfplay'),
+      manifest=judge_manifest(c, sp),
+  )  # fmt: skip
+
+
+class _Manifest:
+
+  def __init__(self, manifest):
+    self.manifest = manifest
+
+
+class SelfPlayWorker(rollout_worker.RolloutWorker):
+  """A rollout worker whose work items are seeds (see the module doc)."""
+
+  def __init__(self, *args, sp, verifier, proposer_system, role_agent_cfgs,
+               out_dir, manifest, **kwargs):  # fmt: skip
+    super().__init__(*args, **kwargs)
+    self.sp, self.verifier = sp, verifier
+    self.proposer_system, self.role_agent_cfgs = (
+        proposer_system,
+        role_agent_cfgs,
+    )
+    self.scorer = _Manifest(manifest)  # the run manifest's 'judge'
+    os.makedirs(out_dir, exist_ok=True)
+    self.tasks_path = os.path.join(out_dir, 'tasks.jsonl')
+    self.seeds_path = os.path.join(out_dir, 'seeds_played.jsonl')
+    self._out_lock = asyncio.Lock()
+
+  async def _role_rollout(self, seed_task, role, traj_id, system, user):
+    llm = token_exact.RecordingLLM(self.policy)
+    cfg = dataclasses.replace(
+        self.role_agent_cfgs[role], seed=rollout_worker._seed(traj_id, 0)  # pylint: disable=protected-access
+    )
+    traj = await react.ReActAgent(llm, cfg).run(
+        traj_id=traj_id, task_id=seed_task.id, question=user,
+        system_prompt=system, toolbox=self.toolbox_factory(seed_task),
+        meta={'role': role},
+    )  # fmt: skip
+    if traj.status == 'failed':
+      raise rollout_worker.RolloutError(f'rollout {traj_id}: {traj.error}')
+    if token_exact.check(traj.tokens, llm.calls,
+                         traj.meta.get('tokens_note', '')):  # fmt: skip
+      return traj, False
+    routing = token_exact.stitch_routing(llm.calls, len(traj.tokens.token_ids))
+    enc = None if routing is None else token_exact.encode_routing(routing)
+    tokens = dataclasses.replace(traj.tokens, routed_experts=enc)
+    return dataclasses.replace(traj, tokens=tokens), True
+
+  async def run_group(self, item: dict[str, Any]) -> records.RolloutGroup:
+    seed = task_lib.Task.from_json(item['task'])
+    gid = item['group_id']
+    run = functools.partial(self._role_rollout, seed)
+    out = await seed_round.play_seed(
+        dataclasses.replace(seed, id=gid), run, self.verifier, self.sp,
+        proposer_system=self.proposer_system, solver_system=self.system_text,
+    )  # fmt: skip
+    summary = stats.seed_summary(out)
+    summary['seed_task'] = seed.id
+    await self._write(out, summary)
+    prop, sol = [], []
+    if out.retained:
+      prop = [p for p in out.proposer if p.usable]
+      sol = [p for p in out.solver_group if p.usable]
+    trajs = tuple(
+        records.ScoredTrajectory(
+            trajectory_id=p.traj.id, tokens=p.traj.tokens, reward=p.reward,
+            correct=float(p.correct),
+        )
+        for p in prop + sol
+    )  # fmt: skip
+    return records.RolloutGroup(
+        group_id=gid, task_id=seed.id, dispatch_batch=int(item['batch']),
+        trajectories=trajs,
+        meta={'worker': self.cfg.worker_id, 'pass': item.get('pass', 0),
+              'selfplay': {'split': [len(prop), len(sol)],
+                           'summary': summary}},
+    )  # fmt: skip
+
+  async def _write(self, out: seed_round.SeedOutcome, summary) -> None:
+    lines = [json.dumps(t.to_json()) + '\n' for t in out.tasks]
+    rolls = list(out.proposer) + [p for g in out.solvers.values() for p in g]
+    async with self._out_lock:
+      await asyncio.to_thread(_append, self.tasks_path, lines)
+      await asyncio.to_thread(
+          _append, self.seeds_path, [json.dumps(summary) + '\n']
+      )
+      if self.rollouts_path is not None:
+        kept = [dataclasses.replace(
+            p.traj, tokens=dataclasses.replace(p.traj.tokens,
+                                               routed_experts=None),
+            meta={**p.traj.meta, 'group_id': summary['seed'],
+                  'reward': {'total': p.reward, 'base': p.base,
+                             'correct': p.correct}},
+        ) for p in rolls if p.traj.tokens is not None]  # fmt: skip
+        await asyncio.to_thread(
+            _append, self.rollouts_path,
+            [json.dumps(t.to_json()) + '\n' for t in kept],
+        )  # fmt: skip
+
+
+def _append(path, lines) -> None:
+  with open(path, 'a', encoding='utf-8') as f:
+    f.writelines(lines)
+
+
+def split_group(group: records.RolloutGroup) -> list[records.RolloutGroup]:
+  """A self-play replay group's GRPO groups (>= 2 rollouts each)."""
+  split = group.meta.get('selfplay', {}).get('split')
+  if split is None:
+    return [group] if len(group.trajectories) >= 2 else []
+  n_p = split[0]
+  parts = (('proposer', group.trajectories[:n_p]),
+           ('solver', group.trajectories[n_p:]))  # fmt: skip
+  return [
+      dataclasses.replace(group, group_id=f'{group.group_id}/{r}',
+                          trajectories=t)
+      for r, t in parts if len(t) >= 2
+  ]  # fmt: skip
+
+
+class _SelfPlayMetrics:
+  """Adds the iteration's self-play metrics to each update's record."""
+
+  def __init__(self, inner):
+    self.inner, self.seeds = inner, []
+
+  def write(self, record) -> None:
+    rec = {**record, **stats.iteration_metrics(self.seeds)}
+    self.seeds = []
+    self.inner.write(rec)
+
+  def close(self) -> None:
+    self.inner.close()
+
+
+class SelfPlayLoop(loop_lib.LearnerLoop):
+  """The learner loop over seed groups (see the module docstring)."""
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.metrics = _SelfPlayMetrics(self.metrics)
+
+  def _signal(self, group) -> bool:
+    summary = group.meta.get('selfplay', {}).get('summary')
+    if summary is not None:
+      self.metrics.seeds.append(summary)
+    parts = split_group(group)
+    if not parts:
+      return False
+    if not self.cfg.dynamic_sampling:
+      return True
+    return any(
+        adv_lib.has_signal(
+            adv_lib.group_advantages(p.rewards, self.cfg.advantages),
+            self.cfg.advantages,
+        )
+        for p in parts
+    )
+
+  def _chunk(self, acc, groups) -> None:
+    super()._chunk(acc, [p for g in groups for p in split_group(g)])

@@ -1,0 +1,102 @@
+"""The RL hook: config variants, the seed pool, group splitting, metrics."""
+
+import json
+
+from ml_collections import config_flags  # pylint: disable=unused-import
+import pytest
+
+from search_agent.agent import task as task_lib
+from search_agent.agent import trajectory as traj_lib
+from search_agent.train.rl import configs
+from search_agent.train.rl import records
+from search_agent.train.rl import selfplay
+from tpu_configs import rl as rl_config
+
+
+def test_variants_compose():
+  c = rl_config.get_config('searchmaster,tiny')
+  assert selfplay.enabled(c) and c.selfplay.verifier.kind == 'programmatic'
+  assert (c.selfplay.k_proposer, c.selfplay.k_solver) == (2, 2)
+  assert list(c.search.tools) == ['search', 'open', 'find']
+  assert configs.loss_config(c).objective == 'grpo_clip'
+  full = rl_config.get_config('searchmaster')
+  sp = selfplay.selfplay_config(full)
+  assert (sp.k_proposer, sp.k_solver, sp.ecg, sp.difficulty, sp.oop,
+          sp.seed_gate) == (8, 8, True, 'sdr', True, True)  # fmt: skip
+  assert full.selfplay.solver_max_steps == 200
+  assert full.scheduler.groups_per_update == 64
+  assert full.selfplay.verifier.kind == 'llm'
+  for arg in ('tiny', 'partial,tiny', None):
+    assert not selfplay.enabled(rl_config.get_config(arg))
+
+
+def test_llm_verifier_from_config():
+  c = rl_config.get_config('searchmaster,tiny')
+  c.selfplay.verifier.kind = 'llm'
+  c.selfplay.verifier.llm = dict(kind='scripted', name='v',
+                                 script=['{"valid": true}'])  # fmt: skip
+  v = selfplay.build_verifier(c)
+  assert v.manifest == {'name': 'llm', 'model': 'v'}
+  assert selfplay.judge_manifest(c)['llm']['kind'] == 'scripted'
+  c.selfplay.verifier.kind = 'oracle'
+  with pytest.raises(ValueError, match='programmatic'):
+    selfplay.build_verifier(c)
+
+
+def test_prepare_writes_the_seed_pool(tmp_path):
+  c = rl_config.get_config('searchmaster,tiny')
+  out = selfplay.prepare(c, str(tmp_path))
+  seeds = list(task_lib.iter_tasks(out.tasks_path))
+  assert len(seeds) == c.selfplay.num_seeds
+  assert all(s.id.startswith('seed:') and len(s.question) >= 200
+             for s in seeds)  # fmt: skip
+  again = selfplay.prepare(c, str(tmp_path))  # reused, not resampled
+  assert list(task_lib.iter_tasks(again.tasks_path)) == seeds
+  assert selfplay.prepare(rl_config.get_config('tiny'), 'x').tasks_path == (
+      rl_config.get_config('tiny').tasks_path
+  )
+
+
+def _traj(i, reward):
+  tok = traj_lib.TokenRecord(token_ids=(1, 2), loss_mask=(0, 1),
+                             logprobs=(0.0, -1.0), versions=(-1, 0))  # fmt: skip
+  return records.ScoredTrajectory(trajectory_id=f't{i}', tokens=tok,
+                                  reward=reward)  # fmt: skip
+
+
+def test_split_group_and_metrics():
+  trajs = tuple(_traj(i, r) for i, r in enumerate([0.0, 0.5, 1.0]))
+  g = records.RolloutGroup(
+      group_id='g', task_id='s', dispatch_batch=0, trajectories=trajs,
+      meta={'selfplay': {'split': [2, 1]}},
+  )  # fmt: skip
+  g = records.RolloutGroup.from_json(json.loads(json.dumps(g.to_json())))
+  (prop,) = selfplay.split_group(g)  # a 1-rollout solver group is no group
+  assert prop.group_id == 'g/proposer' and prop.rewards == (0.0, 0.5)
+  g2 = records.RolloutGroup(
+      group_id='h',
+      task_id='s',
+      dispatch_batch=0,
+      trajectories=trajs,
+      meta={'selfplay': {'split': [1, 2]}},
+  )
+  assert [p.rewards for p in selfplay.split_group(g2)] == [(0.5, 1.0)]
+  empty = records.RolloutGroup(
+      group_id='f',
+      task_id='s',
+      dispatch_batch=0,
+      trajectories=(),
+      meta={'failed': True},
+  )
+  assert selfplay.split_group(empty) == []
+
+  class Sink:
+    rows = []
+
+    def write(self, rec):
+      self.rows.append(rec)
+
+  m = selfplay._SelfPlayMetrics(Sink())  # pylint: disable=protected-access
+  m.write({'update': 1})
+  assert m.inner.rows[0]['seeds'] == 0
+  assert m.inner.rows[0]['solver_reward_mean'] is None
