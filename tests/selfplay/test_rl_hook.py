@@ -100,3 +100,23 @@ def test_split_group_and_metrics():
   m.write({'update': 1})
   assert m.inner.rows[0]['seeds'] == 0
   assert m.inner.rows[0]['solver_reward_mean'] is None
+
+
+def test_each_role_is_its_own_grpo_group():
+  from search_agent.train.rl import advantages as adv_lib  # pylint: disable=g-import-not-at-top
+  from search_agent.train.rl import learner  # pylint: disable=g-import-not-at-top
+
+  rewards = [0.0, 0.2, 0.4, 1.0, 1.0, 0.0]  # 3 proposer, 3 solver rollouts
+  g = records.RolloutGroup(
+      group_id='g', task_id='s', dispatch_batch=0,
+      trajectories=tuple(_traj(i, r) for i, r in enumerate(rewards)),
+      meta={'selfplay': {'split': [3, 3]}},
+  )  # fmt: skip
+  cfg = adv_lib.AdvantageConfig(normalize_std=True)
+  (mb,) = learner.pack_update(
+      selfplay.split_group(g), seq_len=4, batch_size=6, adv_cfg=cfg
+  )
+  adv = mb.batch.advantages_b
+  for part in (adv[:3], adv[3:]):  # mean 0, std 1 within each role
+    assert abs(part.mean()) < 1e-6 and abs(part.std() - 1.0) < 1e-4
+  assert adv[0] < adv[1] < adv[2] and adv[3] == adv[4] > adv[5]
