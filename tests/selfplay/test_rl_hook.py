@@ -120,3 +120,10 @@ def test_each_role_is_its_own_grpo_group():
   for part in (adv[:3], adv[3:]):  # mean 0, std 1 within each role
     assert abs(part.mean()) < 1e-6 and abs(part.std() - 1.0) < 1e-4
   assert adv[0] < adv[1] < adv[2] and adv[3] == adv[4] > adv[5]
+
+
+def test_partial_rollouts_are_refused():
+  c = rl_config.get_config('searchmaster,tiny')
+  c.rollout.partial = True
+  with pytest.raises(ValueError, match='partial'):
+    selfplay.worker_factory(c, '/tmp/unused', '[]', None)
