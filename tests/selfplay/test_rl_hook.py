@@ -102,9 +102,36 @@ def test_split_group_and_metrics():
   assert m.inner.rows[0]['solver_reward_mean'] is None
 
 
+def test_curves(tmp_path):
+  from search_agent.selfplay import plots  # pylint: disable=g-import-not-at-top
+
+  rows = [
+      {
+          'update': 1,
+          'seeds_retained': 0.5,
+          'h_min_mean': None,
+          'open_search_ratio': {'proposer': 1.0, 'solver': None},
+      },
+      {
+          'update': 2,
+          'seeds_retained': 1.0,
+          'h_min_mean': 3.0,
+          'open_search_ratio': {'proposer': 0.5, 'solver': 2.0},
+          'proposer_reward_mean': 0.3,
+          'solver_reward_mean': 0.5,
+      },
+  ]
+  path = tmp_path / 'metrics.jsonl'
+  path.write_text(''.join(json.dumps(r) + '\n' for r in rows))
+  plots.plot(str(path), str(tmp_path / plots.PLOT))
+  assert (tmp_path / plots.PLOT).stat().st_size > 0
+
+
 def test_each_role_is_its_own_grpo_group():
-  from search_agent.train.rl import advantages as adv_lib  # pylint: disable=g-import-not-at-top
-  from search_agent.train.rl import learner  # pylint: disable=g-import-not-at-top
+  from search_agent.train.rl import \
+      advantages as adv_lib  # pylint: disable=g-import-not-at-top
+  from search_agent.train.rl import \
+      learner  # pylint: disable=g-import-not-at-top
 
   rewards = [0.0, 0.2, 0.4, 1.0, 1.0, 0.0]  # 3 proposer, 3 solver rollouts
   g = records.RolloutGroup(

@@ -37,6 +37,7 @@ def test_searchmaster_tiny_contract(tmp_path):
   assert row['groups_used'] == 4 and row['seeds'] >= 4
   assert row['seeds_retained'] == 1.0  # tiny: no seed gate
   assert row['filter_reached']['tool_use'] == 2 * row['seeds']
+  assert (workdir / 'selfplay_curves.png').stat().st_size > 0
   manifest = json.loads((workdir / 'manifest.json').read_text())
   assert manifest['judge']['name'] == 'programmatic'
   assert manifest['judge']['selfplay']['seed_gate'] is False

@@ -11,7 +11,7 @@ GRPO groups for advantages (each normalized on its own) and adds the
 iteration's self-play metrics (selfplay/stats.py) to each update's
 metrics.jsonl row. Passing tasks are appended to
 <workdir>/selfplay/tasks.jsonl (Task JSONL), seed summaries to
-<workdir>/selfplay/seeds_played.jsonl.
+<workdir>/selfplay/seeds_played.jsonl; the curves to <workdir>/selfplay_curves.png.
 """
 
 import asyncio
@@ -27,6 +27,7 @@ from search_agent.agent import task as task_lib
 from search_agent.corpus import sources
 from search_agent.llm import registry
 from search_agent.selfplay import filters as filters_lib
+from search_agent.selfplay import plots
 from search_agent.selfplay import proposal as proposal_lib
 from search_agent.selfplay import seed_round
 from search_agent.selfplay import seeds as seeds_lib
@@ -237,6 +238,9 @@ class _SelfPlayMetrics:
     rec = {**record, **stats.iteration_metrics(self.seeds)}
     self.seeds = []
     self.inner.write(rec)
+    path = getattr(self.inner, 'path', None)  # RLMetricsWriter's file
+    if path is not None:
+      plots.plot(path, os.path.join(os.path.dirname(path), plots.PLOT))
 
   def close(self) -> None:
     self.inner.close()
