@@ -41,6 +41,10 @@ from search_agent.train.rl import rollout_worker
 from search_agent.train.rl import token_exact
 
 
+class SelfPlayConfigError(ValueError):
+  """The self-play config asks for something not built (says what)."""
+
+
 def enabled(c) -> bool:
   return 'selfplay' in c and bool(c.selfplay.enabled)
 
@@ -81,7 +85,9 @@ def build_verifier(c) -> verifier_lib.Verifier:
   if v.kind == verifier_lib.PROGRAMMATIC:
     return verifier_lib.ProgrammaticVerifier()
   if v.kind != 'llm':
-    raise ValueError(f'selfplay.verifier.kind {v.kind!r}: programmatic|llm')
+    raise SelfPlayConfigError(
+        f'selfplay.verifier.kind {v.kind!r}: use programmatic or llm'
+    )
   llm = registry.build(registry.from_dict(v.llm.to_dict()))
   return verifier_lib.LLMVerifier(llm, max_tokens=v.max_tokens)
 
@@ -99,7 +105,9 @@ def worker_factory(c, workdir: str, tools_text: str, agent_cfg):
   """RolloutWorker's constructor with the self-play pieces bound."""
   s, sp = c.selfplay, selfplay_config(c)
   if c.rollout.partial:
-    raise ValueError('selfplay does not support rollout.partial')
+    raise SelfPlayConfigError(
+        'selfplay does not support rollout.partial (set it False)'
+    )
   steps = lambda n: dataclasses.replace(  # pylint: disable=g-long-lambda
       agent_cfg, budgets=dataclasses.replace(agent_cfg.budgets, max_steps=n)
   )
