@@ -262,8 +262,9 @@ def _add_selfplay_fields(c: ml_collections.ConfigDict) -> None:
           enabled=False,
           k_proposer=8,  # K_P
           k_solver=8,  # K_S
-          proposer_max_steps=200,  # our choice: as the Solver
-          solver_max_steps=200,  # "up to 200 tool calls per rollout"
+          proposer_max_steps=200,  # our choice: as the Solver's
+          solver_max_steps=200,  # our choice: as the tool-call cap
+          max_tool_calls=200,  # "up to 200 tool calls per rollout" (both)
           # Ablation switches (the seed's Table 2): naive self-play =
           # ecg=False, difficulty='success_rate', oop=False.
           ecg=True,  # Evidence-Chain Generator prompt (else the naive one)

@@ -154,3 +154,17 @@ def test_partial_rollouts_are_refused():
   c.rollout.partial = True
   with pytest.raises(ValueError, match='partial'):
     selfplay.worker_factory(c, '/tmp/unused', '[]', None)
+
+
+def test_tool_call_budget(toolbox_factory):
+  import asyncio  # pylint: disable=g-import-not-at-top
+
+  from search_agent.selfplay import \
+      toolbox  # pylint: disable=g-import-not-at-top
+
+  box = toolbox.CappedToolbox(toolbox_factory(), max_calls=2)
+  call = traj_lib.ToolCall(name='search', arguments={'query': ['Teutberga']})
+  texts = [asyncio.run(box.execute(call)).text for _ in range(3)]
+  assert 'Teutberga' in texts[0] and 'Teutberga' in texts[1]
+  assert 'budget of this rollout (2 calls)' in texts[2]
+  assert box.schemas() == toolbox_factory().schemas() and box.calls == 2

@@ -32,6 +32,7 @@ from search_agent.selfplay import proposal as proposal_lib
 from search_agent.selfplay import seed_round
 from search_agent.selfplay import seeds as seeds_lib
 from search_agent.selfplay import stats
+from search_agent.selfplay import toolbox as toolbox_lib
 from search_agent.selfplay import verifier as verifier_lib
 from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import configs
@@ -118,6 +119,7 @@ def worker_factory(c, workdir: str, tools_text: str, agent_cfg):
                        'solver': steps(s.solver_max_steps)},
       out_dir=os.path.join(workdir, 'selfplay'),
       manifest=judge_manifest(c, sp),
+      max_tool_calls=s.max_tool_calls,
   )  # fmt: skip
 
 
@@ -131,8 +133,10 @@ class SelfPlayWorker(rollout_worker.RolloutWorker):
   """A rollout worker whose work items are seeds (see the module doc)."""
 
   def __init__(self, *args, sp, verifier, proposer_system, role_agent_cfgs,
-               out_dir, manifest, **kwargs):  # fmt: skip
+               out_dir, manifest, max_tool_calls=200,
+               **kwargs):  # fmt: skip
     super().__init__(*args, **kwargs)
+    self.max_tool_calls = max_tool_calls
     self.sp, self.verifier = sp, verifier
     self.proposer_system, self.role_agent_cfgs = (
         proposer_system,
@@ -151,7 +155,10 @@ class SelfPlayWorker(rollout_worker.RolloutWorker):
     )
     traj = await react.ReActAgent(llm, cfg).run(
         traj_id=traj_id, task_id=seed_task.id, question=user,
-        system_prompt=system, toolbox=self.toolbox_factory(seed_task),
+        system_prompt=system,
+        toolbox=toolbox_lib.CappedToolbox(
+            self.toolbox_factory(seed_task), self.max_tool_calls
+        ),
         meta={'role': role},
     )  # fmt: skip
     if traj.status == 'failed':
