@@ -153,7 +153,7 @@ def test_partial_rollouts_are_refused():
   c = rl_config.get_config('searchmaster,tiny')
   c.rollout.partial = True
   with pytest.raises(ValueError, match='partial'):
-    selfplay.worker_factory(c, '/tmp/unused', '[]', None)
+    selfplay.worker_factory(c, '/tmp/unused', None)
 
 
 def test_tool_call_budget(toolbox_factory):

@@ -34,7 +34,7 @@ def test_run_group_writes_tasks_and_the_seed_log(tmp_path, toolbox_factory):
     is_prop = 'Proposer' in messages[0]['content']
     return prop(messages) if is_prop else solve(messages)
 
-  make = selfplay.worker_factory(c, str(tmp_path), '[]', react.AgentConfig())
+  make = selfplay.worker_factory(c, str(tmp_path), react.AgentConfig())
   worker = make(
       rollout_worker.WorkerConfig(),
       policy=scripted.ScriptedLLM(respond),

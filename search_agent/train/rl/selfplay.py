@@ -26,6 +26,7 @@ from search_agent.agent import react
 from search_agent.agent import task as task_lib
 from search_agent.corpus import sources
 from search_agent.llm import registry
+from search_agent.search import schemas as tool_schemas
 from search_agent.selfplay import filters as filters_lib
 from search_agent.selfplay import plots
 from search_agent.selfplay import proposal as proposal_lib
@@ -102,9 +103,12 @@ def judge_manifest(c, sp_cfg=None) -> dict[str, Any]:
   return out
 
 
-def worker_factory(c, workdir: str, tools_text: str, agent_cfg):
+def worker_factory(c, workdir: str, agent_cfg):
   """RolloutWorker's constructor with the self-play pieces bound."""
   s, sp = c.selfplay, selfplay_config(c)
+  tools_text = react.tool_text(
+      tool_schemas.tool_schemas(tuple(c.search.tools)), c.rollout.tool_text
+  )
   if c.rollout.partial:
     raise SelfPlayConfigError(
         'selfplay does not support rollout.partial (set it False)'
