@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging as std_logging
 import os
+import pathlib
 import threading
 import time
 from typing import Any, Iterator
@@ -263,6 +264,10 @@ def run_all(c, workdir: str) -> int:
             failure[0]
         )
 
+    # A rerun with a larger max_updates: the finished run's marker would stop
+    # the worker before the learner clears it (the learner rewrites it when
+    # it is really done).
+    pathlib.Path(loop_lib.done_path(workdir)).unlink(missing_ok=True)
     thread = threading.Thread(target=serve, name='rollout', daemon=True)
     thread.start()
     try:

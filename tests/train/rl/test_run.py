@@ -38,3 +38,8 @@ def test_one_update_pulse(tmp_path):
   # Every used group came through the durable queue, journaled once.
   journal = (workdir / 'queue' / 'consumed.jsonl').read_text().splitlines()
   assert [json.loads(l)['update'] for l in journal] == [0]
+  # A rerun asking for one more update continues the finished run (the old
+  # done marker must not stop its rollout worker before the learner starts).
+  proc = rl_run.start(workdir, '--config.max_updates=2', log=log)
+  assert proc.wait(timeout=900) == 0, rl_run.log_tail(log)
+  assert [r['update'] for r in rl_run.metrics(workdir)] == [1, 2]
