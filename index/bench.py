@@ -4,8 +4,11 @@ r"""Benchmarks the embedded search stack (not a timed test).
 
 For the bundled 2Wiki corpus and a deterministic synthetic corpus: build
 rate (both views in one pass, and each view alone), index size, RSS, and
-top-k latency p50/p99 and QPS at each concurrency for the doc view alone,
-the fused three views, and the full pipeline with snippets. A corpus
+top-k latency p50/p99 and QPS at each concurrency for raw tantivy (the doc
+view's term query, no doc_id mapping), the doc view alone, the fused three
+views, the full pipeline with snippets, and the same pipeline with the views
+searched one after another (the previous implementation), with the ratios
+between them measured in the same run. A corpus
 already built in DIR (DIR/<corpus>-build.json) is reused, so
 `--config.stages=build` then a second run measures on the same index.
 """
@@ -19,13 +22,14 @@ from absl import app
 from absl import flags
 from absl import logging
 from ml_collections import config_flags
+import tantivy
 
 from search_agent.corpus import synthetic
 from search_agent.corpus import twowiki
 from search_agent.search import benchmark
-from search_agent.search import fusion
 from search_agent.search import tantivy_index
 from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.service import engine_config
 from search_agent.search.tantivy_backend import tantivy_engine
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -59,16 +63,35 @@ def _build(docs, index_dir, config, heap_mb) -> dict:
   }
 
 
-def _latency(engine, queries, c) -> list[dict]:
-  backend, cfg, k = engine.backend, engine.config, c.k
-  depth = max(cfg.min_depth, cfg.depth_factor * k)
+def _raw_tantivy(backend, k):
+  """Top-k of the doc view's term query, straight through tantivy-py."""
+  schema, searcher = backend._doc_schema, backend._doc_searcher  # pylint: disable=protected-access
+
+  def call(q):
+    terms = backend.analyzer.terms(q)
+    if terms:
+      query = tantivy.Query.boolean_query(
+          [
+              (
+                  tantivy.Occur.Should,
+                  tantivy.Query.term_query(schema, 'text', t),
+              )
+              for t in terms
+          ]
+      )
+      searcher.search(query, limit=k, count=False)
+
+  return call
+
+
+def _latency(engine, previous, queries, c) -> list[dict]:
+  backend, k = engine.backend, c.k
   calls = {
+      'raw tantivy': _raw_tantivy(backend, k),
       'doc view': lambda q: backend.rank_view(engine.parse(q), 'doc', k),
-      '3 views + RRF': lambda q: fusion.weighted_rrf(
-          backend.view_rankings([engine.parse(q)], depth)[0], cfg.weights,
-          cfg.rrf_k,
-      ),
+      '3 views + RRF': lambda q: engine.fused_rankings([engine.parse(q)], k),
       '3 views + RRF + snippets': lambda q: engine.search([q], k),
+      'previous: 3 views + RRF + snippets': lambda q: previous.search([q], k),
   }  # fmt: skip
   return [
       benchmark.measure_latency(name, call, queries, n, c.warmup).__dict__
@@ -102,16 +125,23 @@ def _build_stage(name, c, workdir, vocab) -> dict:
 def run_corpus(name, c, workdir, vocab) -> dict:
   out = {'corpus': name, **_build_stage(name, c, workdir, vocab)}
   if 'latency' in c.stages:
-    engine = tantivy_engine(workdir / name, threads=c.backend_threads)
+    engine = tantivy_engine(
+        workdir / name, engine_config(c), threads=c.backend_threads
+    )
+    previous = tantivy_engine(
+        workdir / name, threads=c.backend_threads, parallel_views=False
+    )
     out['rss_mb_engine_open'] = benchmark.rss_mb()
     out['anon_rss_mb_engine_open'] = benchmark.anon_rss_mb()
     queries = synthetic.sample_queries(
         c.queries + c.warmup, c.query_seed, vocab
     )
-    out['latency'] = _latency(engine, queries, c)
+    out['latency'] = _latency(engine, previous, queries, c)
+    out['ratios'] = benchmark.ratios(out['latency'])
     out['rss_mb_end'] = benchmark.rss_mb()
     out['anon_rss_mb_end'] = benchmark.anon_rss_mb()
     engine.close()
+    previous.close()
   print(json.dumps(out, indent=1), flush=True)
   return out
 

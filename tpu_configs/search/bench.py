@@ -8,6 +8,8 @@ go to DIR/bench.json and stdout.
 
 import ml_collections
 
+from tpu_configs.search import serve
+
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   """Returns the benchmark config; arg 'tiny' shrinks everything."""
@@ -43,6 +45,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       )
   )
   c.heap_mb = 256
+  # The pipeline measured (serve.py's engine section; `tuned` = a fusion
+  # file written by `index.calibrate --config.mode=tune`).
+  c.engine = serve.get_config().engine
   if arg == 'tiny':
     c.synthetic_docs = 2000
     c.per_view_docs = 1000
