@@ -8,6 +8,12 @@ document; --config.generated=linked_pair asks for two linked documents). Give
 --config.topics=q.tsv --config.qrels=qrels.txt to score your own (e.g. the
 BrowseComp-Plus evidence qrels with their decrypted queries). The index,
 engine and guard sections are those of serve.py (same defaults).
+
+--config.mode=tune tunes the fusion (search_agent/search/tuning.py) on
+`tune.tasks` (comma-separated task JSONL files, e.g. the tasks.*.jsonl of
+`python -m search_agent.synthesis.run --config=tpu_configs/synthesis.py:tiny`;
+their evidence pages are the gold) or, when empty, on the topics above, and
+writes DIR/fusion.json and DIR/tune.json.
 """
 
 import ml_collections
@@ -34,6 +40,28 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.run_depth = 100  # results per topic written to the TREC run
   c.batch_size = 32  # topics per engine call
   c.run_tag = 'search_agent'
+  c.mode = 'recall'  # 'recall' (score the engine) or 'tune' (the fusion)
+  c.tune = ml_collections.ConfigDict(
+      dict(
+          tasks='',  # task JSONL files, comma-separated; '' = topics above
+          max_topics=0,  # 0 = all (the first n by id otherwise)
+          min_gold=1,  # topics with fewer gold pages are left out (2: multi-hop)
+          fractions=(0.6, 0.2, 0.2),  # train, dev, test (by evidence group)
+          split_seed=0,
+          rounds=3,  # coordinate-ascent passes over the grid
+          finalists=5,  # best train candidates re-scored on dev
+          fusion_file='',  # where the chosen values go; '' = DIR/fusion.json
+          grid=ml_collections.ConfigDict(
+              dict(
+                  rrf_k=(1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 60.0),
+                  doc=(0.5, 0.75, 1.0, 1.5),
+                  passage=(0.0, 0.25, 0.5, 0.75, 1.0, 1.5),
+                  title=(0.0, 0.1, 0.25, 0.5, 0.75, 1.0),
+                  depth_factor=(1, 2, 3, 5, 10),
+              )
+          ),
+      )
+  )
   if arg == 'tiny':
     c.num_topics = 20
   return c
