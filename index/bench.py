@@ -65,7 +65,8 @@ def _build(docs, index_dir, config, heap_mb) -> dict:
 
 def _raw_tantivy(backend, k):
   """Top-k of the doc view's term query, straight through tantivy-py."""
-  schema, searcher = backend._doc_schema, backend._doc_searcher  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  schema, searcher = backend._doc_schema, backend._doc_searcher
 
   def call(q):
     terms = backend.analyzer.terms(q)

@@ -19,11 +19,18 @@ train/dev/test, tunes RRF k, the view weights and per-view depth, and writes
 the chosen values to fusion.json (load them with
 --config.engine.fusion_file=) and tune.json: recall@10, all-gold@10 and
 recall@100 before and after on dev and test.
+
+`mode=live` (search_agent/search/live.py) reads a log of live search results
+and writes live_recall.json (local top-k evidence recall against the live
+targets) and, with a judge LLM, judge.jsonl and live_report.json (blind
+position-swapped snippet preference with a Wilson interval).
 """
 
+import asyncio
 import dataclasses
 import json
 import pathlib
+import random
 
 from absl import app
 from absl import flags
@@ -31,7 +38,9 @@ from ml_collections import config_flags
 
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.corpus.sources import read_corpus
+from search_agent.llm import registry
 from search_agent.search import calibration
+from search_agent.search import live
 from search_agent.search import service
 from search_agent.search import trec
 from search_agent.search import tuning
@@ -155,7 +164,49 @@ def _recall(c, workdir: pathlib.Path, engine) -> None:
   )
 
 
-_MODES = {'recall': _recall, 'tune': _tune}
+def _live(c, workdir: pathlib.Path, engine) -> None:
+  lc = c.live
+  if not lc.log:
+    raise ValueError('mode=live needs --config.live.log=LOG.jsonl')
+  log = live.read_log(lc.log)
+  urls = None
+  if lc.corpus_urls:
+    docs = read_corpus(CorpusSpec(**c.corpus))[0]
+    urls = {live.normalize_url(d.url) for d in docs}
+  report, pairs, rows = live.compare(engine, log, c.k, corpus_urls=urls)
+  (workdir / 'live_recall.json').write_text(
+      json.dumps({**report, 'per_query': rows}, indent=1) + '\n'
+  )
+  print(
+      f'live evidence recall@{c.k}: macro {report["macro"]:.4f}, micro'
+      f' {report["micro"]:.4f} ({report["found"]}/{report["targets"]}'
+      f' targets, {report["queries"]} queries); {len(pairs)} matched pairs'
+  )
+  if not lc.judge.kind:
+    return
+  random.Random(lc.pair_seed).shuffle(pairs)
+  pairs = pairs[: lc.max_pairs]
+  llm = registry.build(registry.from_dict(lc.judge.to_dict()))
+  judge = live.SnippetJudge(llm, concurrency=lc.concurrency)
+  verdicts = asyncio.run(judge.judge_all(pairs))
+  with open(workdir / 'judge.jsonl', 'w', encoding='utf-8') as f:
+    for p, v in zip(pairs, verdicts):
+      f.write(json.dumps({**dataclasses.asdict(p), **v}) + '\n')
+  pref = live.preference(verdicts)
+  summary = {
+      'recall': report, 'judge': pref, 'judge_llm': llm.name,
+      'prompt_sha256': judge.prompt.sha256,
+  }  # fmt: skip
+  (workdir / 'live_report.json').write_text(json.dumps(summary, indent=1))
+  lo, hi = pref['interval_95']
+  print(
+      f'local snippet preference {pref["local_preference"]} (95% {lo}-{hi})'
+      f' over {pref["pairs"]} pairs: {pref["local"]} local, {pref["live"]}'
+      f' live, {pref["tie"]} ties'
+  )
+
+
+_MODES = {'recall': _recall, 'tune': _tune, 'live': _live}
 
 
 def main(argv):

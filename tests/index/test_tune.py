@@ -70,11 +70,12 @@ def test_tuning_drops_a_view_that_only_adds_noise():
     cache[f'q{i}'] = {'doc': [n, gold], 'passage': [gold], 'title': [n]}
     qrels[f'q{i}'] = {gold: 1}
   qids = sorted(cache)
-  before = tuning._objective(cache, qrels, qids, START, 1, 1)  # pylint: disable=protected-access
+  objective = tuning._objective  # pylint: disable=protected-access
+  before = objective(cache, qrels, qids, START, 1, 1)
   chosen, rows = tuning.tune(
       cache, qrels, qids[:30], qids[30:], START, GRID, k=1, min_depth=1
   )
-  after = tuning._objective(cache, qrels, qids, chosen, 1, 1)  # pylint: disable=protected-access
+  after = objective(cache, qrels, qids, chosen, 1, 1)
   assert after > before and after[0] == 1.0
   assert any(
       r['fusion'] == json.loads(json.dumps(START.__dict__)) for r in rows

@@ -22,7 +22,8 @@ A = QueryAnalyzer(stem=True, remove_stopwords=True)
 
 def _whole_text_sentences(doc, w_lo, w_hi, budget):
   del w_lo, w_hi, budget
-  return snippets._sentences(doc, 0, len(doc.words))  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  return snippets._sentences(doc, 0, len(doc.words))
 
 
 def test_region_segmentation_matches_whole_text(monkeypatch):
