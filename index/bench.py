@@ -15,7 +15,9 @@ already built in DIR (DIR/<corpus>-build.json) is reused, so
 
 import itertools
 import json
+import os
 import pathlib
+import subprocess
 import time
 
 from absl import app
@@ -123,6 +125,46 @@ def _build_stage(name, c, workdir, vocab) -> dict:
   return out
 
 
+def _lucene(name, c, workdir, vocab, queries) -> dict:
+  """Lucene (Pyserini's searcher) on the same documents and queries.
+
+  Runs `search_agent/search/lucene_bench.py` under `c.lucene.python`; the
+  index (the document text, as the doc view) is built once per workdir.
+  """
+  lc, ldir = c.lucene, workdir / f'{name}-lucene'
+  built = ldir / 'built.json'
+  cmd = [
+      lc.python, str(pathlib.Path(__file__).parents[1] / 'search_agent'
+                     / 'search' / 'lucene_bench.py'),
+      f'--index={ldir / "index"}', f'--queries={ldir / "queries.txt"}',
+      f'--jar={lc.jar}', f'--k={c.k}', f'--warmup={c.warmup}',
+  ]  # fmt: skip
+  if not built.exists():
+    (ldir / 'docs').mkdir(parents=True, exist_ok=True)
+    with open(ldir / 'docs' / 'docs.jsonl', 'w', encoding='utf-8') as f:
+      for doc in _corpus(name, c, vocab)():
+        f.write(json.dumps({'id': doc.doc_id, 'contents': doc.text}) + '\n')
+    cmd += [
+        f'--build_from={ldir / "docs"}', f'--threads={c.per_view_threads}',
+        f'--java={pathlib.Path(lc.java_home) / "bin" / "java"}',
+    ]  # fmt: skip
+  (ldir / 'queries.txt').write_text('\n'.join(queries) + '\n')
+  env = {**os.environ, 'JAVA_HOME': lc.java_home}
+  out = subprocess.run(
+      cmd, env=env, capture_output=True, text=True, check=False, timeout=3600
+  )
+  if out.returncode != 0:
+    raise RuntimeError(f'lucene_bench failed: {out.stderr[-2000:]}')
+  result = json.loads(out.stdout.strip().splitlines()[-1])
+  if 'build_seconds' in result:
+    n = sum(1 for _ in open(ldir / 'docs' / 'docs.jsonl', encoding='utf-8'))
+    result['docs_per_s'] = round(n / result['build_seconds'], 1)
+    built.write_text(json.dumps(result) + '\n')
+  else:
+    result = {**json.loads(built.read_text()), 'latency': result['latency']}
+  return result
+
+
 def run_corpus(name, c, workdir, vocab) -> dict:
   out = {'corpus': name, **_build_stage(name, c, workdir, vocab)}
   if 'latency' in c.stages:
@@ -138,6 +180,9 @@ def run_corpus(name, c, workdir, vocab) -> dict:
         c.queries + c.warmup, c.query_seed, vocab
     )
     out['latency'] = _latency(engine, previous, queries, c)
+    if c.lucene.python and name == 'synthetic':
+      out['lucene'] = _lucene(name, c, workdir, vocab, queries)
+      out['latency'].append(out['lucene']['latency'])
     out['ratios'] = benchmark.ratios(out['latency'])
     out['rss_mb_end'] = benchmark.rss_mb()
     out['anon_rss_mb_end'] = benchmark.anon_rss_mb()

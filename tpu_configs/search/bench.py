@@ -48,6 +48,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # The pipeline measured (serve.py's engine section; `tuned` = a fusion
   # file written by `index.calibrate --config.mode=tune`).
   c.engine = serve.get_config().engine
+  # Lucene beside ours (synthetic corpus, 1 client), measured in the same
+  # run: `python` is an interpreter with Pyserini and pyjnius installed
+  # (e.g. `pip install pyserini pyjnius` in its own venv), `jar` the
+  # Anserini fatjar Pyserini ships (pyserini/resources/jars/), `java_home`
+  # a JDK 21+ (this machine: /usr/lib/jvm/temurin-25-jdk-amd64). '' = skip.
+  c.lucene = ml_collections.ConfigDict(
+      dict(python='', jar='', java_home='/usr/lib/jvm/temurin-25-jdk-amd64')
+  )
   if arg == 'tiny':
     c.synthetic_docs = 2000
     c.per_view_docs = 1000
