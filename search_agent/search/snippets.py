@@ -227,6 +227,18 @@ class _Scorer:
         {p for ps in self.positions.values() for p in ps}
         | {s for s, _ in self.phrase_spans}
     )
+    # (idf, positions) of the terms that occur, in `positions` order (the
+    # sum's order, so scores are bit-identical to a loop over all terms).
+    self._weighted = [
+        (idf.get(t, 0.0), ps) for t, ps in self.positions.items() if ps
+    ]
+
+  def first_match(self, lo: int, hi: int) -> int | None:
+    """The first match position in [lo, hi), if any."""
+    i = bisect.bisect_left(self.match_positions, lo)
+    if i < len(self.match_positions) and self.match_positions[i] < hi:
+      return self.match_positions[i]
+    return None
 
   def score(
       self, start: int, end: int, fixed_length: bool = False
@@ -235,11 +247,14 @@ class _Scorer:
     c = self.config
     length = c.window_words if fixed_length else end - start
     norm = c.k1 * (1 - c.b + c.b * length / c.window_words)
+    k1_plus_1, left = c.k1 + 1, bisect.bisect_left
     bm25 = 0.0
-    for t, ps in self.positions.items():
-      tf = bisect.bisect_left(ps, end) - bisect.bisect_left(ps, start)
+    for idf, ps in self._weighted:
+      tf = left(ps, end) - left(ps, start)
       if tf:
-        bm25 += self.idf.get(t, 0.0) * tf * (c.k1 + 1) / (tf + norm)
+        bm25 += idf * tf * k1_plus_1 / (tf + norm)
+    if not self.phrase_spans:
+      return 0, bm25
     phrases = sum(1 for s, e in self.phrase_spans if start <= s and e < end)
     return phrases, bm25
 
@@ -364,8 +379,8 @@ def make_snippet(
 
   def key(span):
     lo, hi = span
-    inside = [p for p in scorer.match_positions if lo <= p < hi]
-    lead = inside[0] - lo if inside else budget
+    first = scorer.first_match(lo, hi)
+    lead = first - lo if first is not None else budget
     return (*scorer.score(lo, hi, fixed_length=True), -lead, -lo)
 
   ends = [e for _, e in sentences]
