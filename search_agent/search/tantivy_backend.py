@@ -14,13 +14,16 @@ nothing. Phrases match stemmed forms ("blue whales" for "blue whale").
 tantivy releases the GIL while searching: batches run on a thread pool, and
 a single query (`parallel_views`) searches its passage view on a second pool
 while the calling thread searches the doc and title views, so one client's
-latency is about the slowest view rather than the sum of the three.
+latency is about the slowest view rather than the sum of the three (only
+while a core is spare: with as many searches in flight as cores, views run
+one after another on the caller's thread).
 """
 
 import concurrent.futures
 import math
 import os
 import pathlib
+import threading
 from typing import Sequence
 
 import tantivy
@@ -84,14 +87,20 @@ class TantivyBackend:
         max_workers=max(1, threads), thread_name_prefix='tantivy'
     )
     # Its own pool: a batch worker never waits on a view of its own pool.
+    # Views run concurrently only while fewer single-query searches than
+    # cores are in flight: with every core busy, a search queued on the
+    # pool would wait behind the callers' threads (at 16 clients on 2 cores
+    # that halved QPS), so each caller then searches its views itself.
+    self._cores = max(2, os.cpu_count() or 2)
     self._view_pool = (
         concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(2, os.cpu_count() or 2),
-            thread_name_prefix='tantivy-view',
+            max_workers=self._cores, thread_name_prefix='tantivy-view'
         )
         if parallel_views
         else None
     )
+    self._in_flight = 0
+    self._lock = threading.Lock()
 
   def _query(self, schema, field: str, q: ParsedQuery):
     clauses = []
@@ -151,6 +160,20 @@ class TantivyBackend:
     out['passage'] = passage.result()
     return {v: out[v] for v in VIEWS}
 
+  def _rank_single(self, q: ParsedQuery, k: int) -> dict[str, list[str]]:
+    if self._view_pool is None:
+      return self._rank_one(q, k)
+    with self._lock:
+      self._in_flight += 1
+      spare_core = self._in_flight < self._cores
+    try:
+      if spare_core:
+        return self._rank_one_parallel(q, k)
+      return self._rank_one(q, k)
+    finally:
+      with self._lock:
+        self._in_flight -= 1
+
   def view_rankings(
       self, queries: Sequence[ParsedQuery], k: int
   ) -> list[dict[str, list[str]]]:
@@ -159,9 +182,7 @@ class TantivyBackend:
       raise ValueError(f'k must be >= 1, got {k}')
     try:
       if len(queries) == 1:
-        if self._view_pool is not None:
-          return [self._rank_one_parallel(queries[0], k)]
-        return [self._rank_one(queries[0], k)]
+        return [self._rank_single(queries[0], k)]
       return list(self._pool.map(lambda q: self._rank_one(q, k), queries))
     except ValueError as e:
       raise BackendError(f'tantivy search failed: {e}') from e
