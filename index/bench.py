@@ -4,28 +4,34 @@ r"""Benchmarks the embedded search stack (not a timed test).
 
 For the bundled 2Wiki corpus and a deterministic synthetic corpus: build
 rate (both views in one pass, and each view alone), index size, RSS, and
-top-k latency p50/p99 and QPS at each concurrency for the doc view alone,
-the fused three views, and the full pipeline with snippets. A corpus
+top-k latency p50/p99 and QPS at each concurrency for raw tantivy (the doc
+view's term query, no doc_id mapping), the doc view alone, the fused three
+views, the full pipeline with snippets, and the same pipeline with the views
+searched one after another (the previous implementation), with the ratios
+between them measured in the same run. A corpus
 already built in DIR (DIR/<corpus>-build.json) is reused, so
 `--config.stages=build` then a second run measures on the same index.
 """
 
 import itertools
 import json
+import os
 import pathlib
+import subprocess
 import time
 
 from absl import app
 from absl import flags
 from absl import logging
 from ml_collections import config_flags
+import tantivy
 
 from search_agent.corpus import synthetic
 from search_agent.corpus import twowiki
 from search_agent.search import benchmark
-from search_agent.search import fusion
 from search_agent.search import tantivy_index
 from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.service import engine_config
 from search_agent.search.tantivy_backend import tantivy_engine
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -59,16 +65,36 @@ def _build(docs, index_dir, config, heap_mb) -> dict:
   }
 
 
-def _latency(engine, queries, c) -> list[dict]:
-  backend, cfg, k = engine.backend, engine.config, c.k
-  depth = max(cfg.min_depth, cfg.depth_factor * k)
+def _raw_tantivy(backend, k):
+  """Top-k of the doc view's term query, straight through tantivy-py."""
+  # pylint: disable-next=protected-access
+  schema, searcher = backend._doc_schema, backend._doc_searcher
+
+  def call(q):
+    terms = backend.analyzer.terms(q)
+    if terms:
+      query = tantivy.Query.boolean_query(
+          [
+              (
+                  tantivy.Occur.Should,
+                  tantivy.Query.term_query(schema, 'text', t),
+              )
+              for t in terms
+          ]
+      )
+      searcher.search(query, limit=k, count=False)
+
+  return call
+
+
+def _latency(engine, previous, queries, c) -> list[dict]:
+  backend, k = engine.backend, c.k
   calls = {
+      'raw tantivy': _raw_tantivy(backend, k),
       'doc view': lambda q: backend.rank_view(engine.parse(q), 'doc', k),
-      '3 views + RRF': lambda q: fusion.weighted_rrf(
-          backend.view_rankings([engine.parse(q)], depth)[0], cfg.weights,
-          cfg.rrf_k,
-      ),
+      '3 views + RRF': lambda q: engine.fused_rankings([engine.parse(q)], k),
       '3 views + RRF + snippets': lambda q: engine.search([q], k),
+      'previous: 3 views + RRF + snippets': lambda q: previous.search([q], k),
   }  # fmt: skip
   return [
       benchmark.measure_latency(name, call, queries, n, c.warmup).__dict__
@@ -99,19 +125,69 @@ def _build_stage(name, c, workdir, vocab) -> dict:
   return out
 
 
+def _lucene(name, c, workdir, vocab, queries) -> dict:
+  """Lucene (Pyserini's searcher) on the same documents and queries.
+
+  Runs `search_agent/search/lucene_bench.py` under `c.lucene.python`; the
+  index (the document text, as the doc view) is built once per workdir.
+  """
+  lc, ldir = c.lucene, workdir / f'{name}-lucene'
+  built = ldir / 'built.json'
+  cmd = [
+      lc.python, str(pathlib.Path(__file__).parents[1] / 'search_agent'
+                     / 'search' / 'lucene_bench.py'),
+      f'--index={ldir / "index"}', f'--queries={ldir / "queries.txt"}',
+      f'--jar={lc.jar}', f'--k={c.k}', f'--warmup={c.warmup}',
+  ]  # fmt: skip
+  if not built.exists():
+    (ldir / 'docs').mkdir(parents=True, exist_ok=True)
+    with open(ldir / 'docs' / 'docs.jsonl', 'w', encoding='utf-8') as f:
+      for doc in _corpus(name, c, vocab)():
+        f.write(json.dumps({'id': doc.doc_id, 'contents': doc.text}) + '\n')
+    cmd += [
+        f'--build_from={ldir / "docs"}', f'--threads={c.per_view_threads}',
+        f'--java={pathlib.Path(lc.java_home) / "bin" / "java"}',
+    ]  # fmt: skip
+  (ldir / 'queries.txt').write_text('\n'.join(queries) + '\n')
+  env = {**os.environ, 'JAVA_HOME': lc.java_home}
+  out = subprocess.run(
+      cmd, env=env, capture_output=True, text=True, check=False, timeout=3600
+  )
+  if out.returncode != 0:
+    raise RuntimeError(f'lucene_bench failed: {out.stderr[-2000:]}')
+  result = json.loads(out.stdout.strip().splitlines()[-1])
+  if 'build_seconds' in result:
+    n = sum(1 for _ in open(ldir / 'docs' / 'docs.jsonl', encoding='utf-8'))
+    result['docs_per_s'] = round(n / result['build_seconds'], 1)
+    built.write_text(json.dumps(result) + '\n')
+  else:
+    result = {**json.loads(built.read_text()), 'latency': result['latency']}
+  return result
+
+
 def run_corpus(name, c, workdir, vocab) -> dict:
   out = {'corpus': name, **_build_stage(name, c, workdir, vocab)}
   if 'latency' in c.stages:
-    engine = tantivy_engine(workdir / name, threads=c.backend_threads)
+    engine = tantivy_engine(
+        workdir / name, engine_config(c), threads=c.backend_threads
+    )
+    previous = tantivy_engine(
+        workdir / name, threads=c.backend_threads, parallel_views=False
+    )
     out['rss_mb_engine_open'] = benchmark.rss_mb()
     out['anon_rss_mb_engine_open'] = benchmark.anon_rss_mb()
     queries = synthetic.sample_queries(
         c.queries + c.warmup, c.query_seed, vocab
     )
-    out['latency'] = _latency(engine, queries, c)
+    out['latency'] = _latency(engine, previous, queries, c)
+    if c.lucene.python and name == 'synthetic':
+      out['lucene'] = _lucene(name, c, workdir, vocab, queries)
+      out['latency'].append(out['lucene']['latency'])
+    out['ratios'] = benchmark.ratios(out['latency'])
     out['rss_mb_end'] = benchmark.rss_mb()
     out['anon_rss_mb_end'] = benchmark.anon_rss_mb()
     engine.close()
+    previous.close()
   print(json.dumps(out, indent=1), flush=True)
   return out
 

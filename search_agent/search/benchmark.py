@@ -90,6 +90,29 @@ def measure_latency(
   )
 
 
+def ratios(latency: Sequence[dict]) -> dict[str, dict[str, float]]:
+  """Per concurrency, QPS and p50 of the pipeline against the others.
+
+  Keys `'<concurrency> clients'`; values `qps_vs_<name>` (pipeline QPS /
+  theirs: > 1 is faster) and `p50_vs_<name>` (their p50 / pipeline p50)
+  for every other name of the same concurrency.
+  """
+  main, out = '3 views + RRF + snippets', {}
+  for n in sorted({r['concurrency'] for r in latency}):
+    runs = {r['name']: r for r in latency if r['concurrency'] == n}
+    if main not in runs:
+      continue
+    ours, row = runs[main], {}
+    for name, r in runs.items():
+      if name != main:
+        row[f'qps_vs_{name}'] = round(ours['qps'] / max(r['qps'], 1e-9), 3)
+        row[f'p50_vs_{name}'] = round(
+            r['p50_ms'] / max(ours['p50_ms'], 1e-9), 3
+        )
+    out[f'{n} clients'] = row
+  return out
+
+
 def single_view_build_rate(
     docs: Iterable[Document],
     out_dir: pathlib.Path,

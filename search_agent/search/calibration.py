@@ -20,6 +20,8 @@ links are derived from exact title mentions), the query is the first
 `words_each` of B's, and both A and B are relevant.
 """
 
+import json
+import pathlib
 import random
 import re
 from typing import Sequence
@@ -99,6 +101,40 @@ def make_linked_pair_topics(
     topics[qid] = ' '.join(halves[0] + halves[1])
     qrels[qid] = {a: 1, b: 1}
   return topics, qrels
+
+
+def topics_from_tasks(
+    paths: Sequence[str | pathlib.Path], docs: Sequence[Document]
+) -> tuple[dict[str, str], trec.Qrels, dict[str, str]]:
+  """Topics from task JSONL files: the question, its evidence pages as gold.
+
+  Evidence entries are doc_ids or titles of the corpus; a task none of
+  whose evidence is in the corpus is skipped.
+
+  Returns:
+    ({task id: question}, {task id: {doc_id: 1}}, {task id: group}) with
+    the group the sorted gold doc_ids (tasks on the same pages share it,
+    so that a split keeps them together).
+  """
+  by_title = {d.title: d.doc_id for d in docs}
+  ids = {d.doc_id for d in docs}
+  topics, qrels, groups = {}, {}, {}
+  for path in paths:
+    for line in pathlib.Path(path).read_text(encoding='utf-8').splitlines():
+      if not line.strip():
+        continue
+      task = json.loads(line)
+      gold = {
+          e if e in ids else by_title[e]
+          for e in task.get('evidence', ())
+          if e in ids or e in by_title
+      }
+      if not gold or not task.get('question'):
+        continue
+      topics[task['id']] = task['question']
+      qrels[task['id']] = {d: 1 for d in sorted(gold)}
+      groups[task['id']] = '|'.join(sorted(gold))
+  return topics, qrels, groups
 
 
 def run_topics(

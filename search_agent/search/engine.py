@@ -52,6 +52,9 @@ class EngineConfig:
     depth_factor: Each view is searched to depth `depth_factor * k`
       (at least `min_depth`), so documents ranked low in one view can
       still rise by accumulating contributions.
+    view_depth_factor: Per-view override of `depth_factor` (a view not
+      named uses `depth_factor`); the backend is searched to the deepest
+      and each view's list cut to its own depth before fusion.
     min_depth: Smallest per-view depth.
     max_k: Largest k a caller may ask for.
     max_query_chars: Longest accepted query.
@@ -63,6 +66,7 @@ class EngineConfig:
       default_factory=lambda: dict(fusion.DEFAULT_WEIGHTS)
   )
   depth_factor: int = 5
+  view_depth_factor: Mapping[str, int] = dataclasses.field(default_factory=dict)
   min_depth: int = 20
   max_k: int = 100
   max_query_chars: int = parser.DEFAULT_MAX_QUERY_CHARS
@@ -120,6 +124,29 @@ class SearchEngine:
     self.idf = idf
     self.reranker = reranker
 
+  def view_depths(self, k: int) -> dict[str, int]:
+    """How deep each view's list is, for top-k results."""
+    c = self.config
+    return {
+        v: max(c.min_depth, c.view_depth_factor.get(v, c.depth_factor) * k)
+        for v in c.weights
+    }
+
+  def fused_rankings(
+      self, queries: Sequence[ParsedQuery], k: int
+  ) -> list[list[tuple[str, float]]]:
+    """Per query, every fused `(doc_id, score)`, best first (unguarded)."""
+    depths = self.view_depths(k)
+    rankings = self.backend.view_rankings(queries, max(depths.values()))
+    return [
+        fusion.weighted_rrf(
+            {v: ids[: depths.get(v, len(ids))] for v, ids in r.items()},
+            self.config.weights,
+            self.config.rrf_k,
+        )
+        for r in rankings
+    ]
+
   def parse(self, query: str) -> ParsedQuery:
     return parser.parse_query(query, max_chars=self.config.max_query_chars)
 
@@ -157,12 +184,7 @@ class SearchEngine:
       raise ValueError(f'k must be in [1, {self.config.max_k}], got {k}')
     if not queries:
       return []
-    depth = max(self.config.min_depth, self.config.depth_factor * k)
-    rankings = self.backend.view_rankings(queries, depth)
-    fused = [
-        fusion.weighted_rrf(r, self.config.weights, self.config.rrf_k)
-        for r in rankings
-    ]
+    fused = self.fused_rankings(queries, k)
     docs = self._documents([f[: k + 2] for f in fused])
     out = []
     for q, ranked in zip(queries, fused):

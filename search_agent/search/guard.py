@@ -56,12 +56,16 @@ def _split_pattern(pattern: str) -> tuple[str, str]:
   return host, '/' + path.strip('/') if path.strip('/') else ''
 
 
+_CACHE_SIZE = 100_000  # URLs whose verdict is kept
+
+
 class LeakageGuard:
   """Decides which URLs the agent may see or fetch."""
 
   def __init__(self, config: GuardConfig = GuardConfig()):
     self.config = config
     self._rules = [_split_pattern(p) for p in config.blocked_patterns]
+    self._cache: dict[str, bool] = {}
     hosts = sorted({re.escape(host) for host, _ in self._rules})
     # Candidates: a blocked host (or a subdomain), then any port and path;
     # `is_blocked` decides on each.
@@ -80,8 +84,18 @@ class LeakageGuard:
     """Whether `url` matches a blocked pattern.
 
     The URL is read as a browser would: percent-escapes decoded,
-    backslashes as slashes, `.`/`..` path segments resolved.
+    backslashes as slashes, `.`/`..` path segments resolved. Answers are
+    cached per URL (the patterns are fixed; a race computes one twice).
     """
+    cached = self._cache.get(url)
+    if cached is None:
+      cached = self._decide(url)
+      if len(self._cache) >= _CACHE_SIZE:
+        self._cache.clear()
+      self._cache[url] = cached
+    return cached
+
+  def _decide(self, url: str) -> bool:
     url = urllib.parse.unquote(url.strip()).replace('\\', '/')
     if not re.match(r'^[a-z][a-z0-9+.-]*://', url, re.I):
       url = 'https://' + url

@@ -37,6 +37,7 @@ from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import client as client_lib
 from search_agent.search import es_backend
 from search_agent.search import tantivy_index
+from search_agent.search import tuning
 from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import IndexBuildConfig
@@ -221,7 +222,7 @@ def create_app(engine: SearchEngine, limits: ServiceLimits) -> fastapi.FastAPI:
 def engine_config(c) -> EngineConfig:
   """EngineConfig from the `engine` section of tpu_configs/search/serve.py."""
   e = c.engine
-  return EngineConfig(
+  config = EngineConfig(
       rrf_k=e.rrf_k,
       weights=dict(e.weights),
       depth_factor=e.depth_factor,
@@ -232,6 +233,9 @@ def engine_config(c) -> EngineConfig:
           window_words=e.snippet_window_words, max_words=e.snippet_max_words
       ),
   )
+  if e.get('fusion_file'):  # tuned by `index.calibrate --config.mode=tune`
+    config = tuning.with_fusion(config, tuning.Fusion.read(e.fusion_file))
+  return config
 
 
 def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:

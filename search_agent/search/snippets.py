@@ -74,7 +74,12 @@ class _Doc:
   words: list[str]
   positions: dict[str, list[int]]  # query term -> word indexes, ascending
   phrase_spans: list[tuple[int, int]]  # (first, last) word of each phrase
-  sentence_ends: list[int]  # word indexes that end a sentence, ascending
+  norm: str  # the words joined by single spaces
+
+  @functools.cached_property
+  def sentence_ends(self) -> list[int]:
+    """Word indexes that end a sentence, ascending (the whole text)."""
+    return _ends_in(self, 0, len(self.words) - 1)
 
 
 # Abbreviations whose period does not end a sentence (lowercased, no dot).
@@ -100,12 +105,14 @@ def _bounded(pattern: str) -> re.Pattern:
 class _WordCounter:
   """Word index of ascending offsets into single-space-joined words."""
 
-  def __init__(self, norm: str):
-    self._norm, self._offset, self._index = norm, 0, 0
+  def __init__(self, norm: str, offset: int = 0, index: int = 0):
+    """`index` is the word index of `offset` (a word's first character)."""
+    self._norm, self._offset, self._index = norm, offset, index
+    self._start = (offset, index)
 
   def __call__(self, offset: int) -> int:
     if offset < self._offset:  # not ascending: count from the start
-      self._offset = self._index = 0
+      self._offset, self._index = self._start
     self._index += self._norm.count(' ', self._offset, offset)
     self._offset = offset
     return self._index
@@ -150,15 +157,32 @@ def _analyze(text, query_terms, phrases, analyzer: QueryAnalyzer) -> _Doc:
       pattern = _bounded(r'[\W_]+'.join(map(re.escape, toks)))
       for m in pattern.finditer(norm):
         spans.append((index(m.start()), index(m.end() - 1)))
-  index = _WordCounter(norm)
+  return _Doc(words, positions, sorted(spans), norm)
+
+
+def _ends_in(doc: _Doc, lo: int, hi: int) -> list[int]:
+  """Sentence ends among words [lo, hi] (the last word always ends one).
+
+  Only that stretch of the text is scanned: a snippet needs the sentences
+  around its best window, not those of the whole document.
+  """
+  words, norm = doc.words, doc.norm
+  if not words or hi < lo:
+    return []
+  pos = sum(map(len, words[:lo])) + lo
+  last = len(words) - 1
+  endpos = len(norm)
+  if hi < last:  # through word hi and the space after it
+    endpos = pos + sum(map(len, words[lo : hi + 1])) + hi - lo + 1
+  index = _WordCounter(norm, pos, lo)
   ends = [
       index(m.start())
-      for m in _SENTENCE_END_RE.finditer(norm)
+      for m in _SENTENCE_END_RE.finditer(norm, pos, endpos)
       if _ends_sentence(norm, m)
   ]
-  if words and (not ends or ends[-1] != len(words) - 1):
-    ends.append(len(words) - 1)
-  return _Doc(words, positions, sorted(spans), sorted(set(ends)))
+  if hi >= last and (not ends or ends[-1] != last):
+    ends.append(last)
+  return sorted(set(ends))
 
 
 def _ends_sentence(norm: str, m: re.Match) -> bool:
@@ -203,6 +227,18 @@ class _Scorer:
         {p for ps in self.positions.values() for p in ps}
         | {s for s, _ in self.phrase_spans}
     )
+    # (idf, positions) of the terms that occur, in `positions` order (the
+    # sum's order, so scores are bit-identical to a loop over all terms).
+    self._weighted = [
+        (idf.get(t, 0.0), ps) for t, ps in self.positions.items() if ps
+    ]
+
+  def first_match(self, lo: int, hi: int) -> int | None:
+    """The first match position in [lo, hi), if any."""
+    i = bisect.bisect_left(self.match_positions, lo)
+    if i < len(self.match_positions) and self.match_positions[i] < hi:
+      return self.match_positions[i]
+    return None
 
   def score(
       self, start: int, end: int, fixed_length: bool = False
@@ -211,11 +247,14 @@ class _Scorer:
     c = self.config
     length = c.window_words if fixed_length else end - start
     norm = c.k1 * (1 - c.b + c.b * length / c.window_words)
+    k1_plus_1, left = c.k1 + 1, bisect.bisect_left
     bm25 = 0.0
-    for t, ps in self.positions.items():
-      tf = bisect.bisect_left(ps, end) - bisect.bisect_left(ps, start)
+    for idf, ps in self._weighted:
+      tf = left(ps, end) - left(ps, start)
       if tf:
-        bm25 += self.idf.get(t, 0.0) * tf * (c.k1 + 1) / (tf + norm)
+        bm25 += idf * tf * k1_plus_1 / (tf + norm)
+    if not self.phrase_spans:
+      return 0, bm25
     phrases = sum(1 for s, e in self.phrase_spans if start <= s and e < end)
     return phrases, bm25
 
@@ -239,6 +278,30 @@ def _prepare(text, terms, phrases, analyzer, idf, config):
   doc = _analyze(text, query_terms, phrases, analyzer)
   weights = dict(idf(sorted(query_terms))) if idf else _local_idf(doc)
   return doc, _Scorer(doc, weights, config)
+
+
+def _region_sentences(doc: _Doc, w_lo: int, w_hi: int, budget: int):
+  """The sentences a snippet around window [w_lo, w_hi) can use.
+
+  Excerpts grow from the sentences meeting the window by at most `budget`
+  words either way, so only the ends in [w_lo - budget - 1, w_hi + budget]
+  matter, provided one of them closes the sentence before the window and
+  one the sentence at its end (else a sentence over the budget could
+  reach outside: the whole text is segmented). Returns complete sentences
+  as `_sentences` does, those whose start lies outside left out.
+  """
+  n = len(doc.words)
+  lo, hi = max(0, w_lo - budget - 1), min(n - 1, w_hi + budget)
+  if 'sentence_ends' in doc.__dict__ or (lo == 0 and hi == n - 1):
+    return _sentences(doc, 0, n)
+  ends = _ends_in(doc, lo, hi)
+  left_ok = lo == 0 or (ends and ends[0] < w_lo)
+  right_ok = hi == n - 1 or (ends and ends[-1] >= w_hi - 1)
+  if not (left_ok and right_ok):
+    return _sentences(doc, 0, n)
+  starts = [0] if lo == 0 else []
+  starts += [e + 1 for e in ends[:-1]]
+  return list(zip(starts, (e + 1 for e in ends[len(ends) - len(starts) :])))
 
 
 def _sentences(doc: _Doc, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -307,16 +370,17 @@ def make_snippet(
   budget = config.max_words
   if not doc.words:
     return ''
-  sentences = _sentences(doc, 0, len(doc.words))
   if not scorer.match_positions:
+    sentences = _region_sentences(doc, 0, 0, budget)
     lo, hi = next(_candidates(scorer, sentences, 0, 0, budget))
     return _join(doc, lo, hi)
   w_lo, w_hi = scorer.best_span(0, len(doc.words), config.window_words)
+  sentences = _region_sentences(doc, w_lo, w_hi, budget)
 
   def key(span):
     lo, hi = span
-    inside = [p for p in scorer.match_positions if lo <= p < hi]
-    lead = inside[0] - lo if inside else budget
+    first = scorer.first_match(lo, hi)
+    lead = first - lo if first is not None else budget
     return (*scorer.score(lo, hi, fixed_length=True), -lead, -lo)
 
   ends = [e for _, e in sentences]

@@ -8,6 +8,8 @@ go to DIR/bench.json and stdout.
 
 import ml_collections
 
+from tpu_configs.search import serve
+
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   """Returns the benchmark config; arg 'tiny' shrinks everything."""
@@ -43,6 +45,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       )
   )
   c.heap_mb = 256
+  # The pipeline measured (serve.py's engine section; `tuned` = a fusion
+  # file written by `index.calibrate --config.mode=tune`).
+  c.engine = serve.get_config().engine
+  # Lucene beside ours (synthetic corpus, 1 client), measured in the same
+  # run: `python` is an interpreter with Pyserini and pyjnius installed
+  # (e.g. `pip install pyserini pyjnius` in its own venv), `jar` the
+  # Anserini fatjar Pyserini ships (pyserini/resources/jars/), `java_home`
+  # a JDK 21+ (this machine: /usr/lib/jvm/temurin-25-jdk-amd64). '' = skip.
+  c.lucene = ml_collections.ConfigDict(
+      dict(python='', jar='', java_home='/usr/lib/jvm/temurin-25-jdk-amd64')
+  )
   if arg == 'tiny':
     c.synthetic_docs = 2000
     c.per_view_docs = 1000

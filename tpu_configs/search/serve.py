@@ -51,6 +51,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           max_query_chars=1024,
           snippet_window_words=64,
           snippet_max_words=48,
+          # A fusion file written by `index.calibrate --config.mode=tune`
+          # (rrf_k, weights, per-view depth factors; replaces those above).
+          fusion_file='',
       )
   )
   # Leakage guard (Iris): results from these host/path prefixes are dropped.
