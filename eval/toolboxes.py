@@ -24,7 +24,6 @@ from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import client as client_lib
 from search_agent.search import engine as engine_lib
 from search_agent.search import reranker as reranker_lib
-from search_agent.search import snippets
 from search_agent.search import tantivy_build
 from search_agent.search import tantivy_index
 from search_agent.search import tools as tools_lib
@@ -55,13 +54,7 @@ def _tiny_index(index_dir: pathlib.Path, max_docs: int) -> str:
 def engine_config(search: Mapping[str, Any]) -> engine_lib.EngineConfig:
   """The embedded engine's settings: snippet_words > 0 shortens excerpts
   (optional in plain-dict sections; tpu_configs/eval.py always sets it)."""
-  words = search.get('snippet_words', 0)
-  if not words:
-    return engine_lib.EngineConfig()
-  window = max(words, snippets.SnippetConfig().window_words)
-  return engine_lib.EngineConfig(
-      snippet=snippets.SnippetConfig(window_words=window, max_words=words)
-  )
+  return engine_lib.snippet_words_config(search.get('snippet_words', 0))
 
 
 @contextlib.contextmanager

@@ -198,6 +198,9 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
           keep_observations=5,
           min_output_tokens=1_024,
           system_prompt='agent_system.md',
+          # How tools appear in the system prompt: 'json' (the schemas) or
+          # 'signature' (one line a tool, for tiny models).
+          tool_text='json',
           # The policy the worker samples: 'in_process' (its own sampler),
           # 'server' (rollout servers, search_agent.serving, at server_urls;
           # new weights pushed by /update_weights) or 'openai' (an
@@ -218,9 +221,16 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
       )
   )
   # Search: a tantivy index ('' = <workdir>/index over the bundled corpus,
-  # built when absent) or an index.serve URL.
+  # built when absent) or an index.serve URL. snippet_words > 0 shortens the
+  # embedded engine's excerpts (0 = the seed's 48 words).
   c.search = ml_collections.ConfigDict(
-      dict(index_dir='', url='', tools=['search', 'visit'], top_k=10)
+      dict(
+          index_dir='',
+          url='',
+          tools=('search', 'visit'),
+          top_k=10,
+          snippet_words=0,
+      )
   )
   # Judges: 'llm' (answer + claim judges through llm/, below) or
   # 'deterministic' (no LLM; named in the manifest).

@@ -14,7 +14,6 @@ from typing import Any, Callable, Iterator, Sequence
 from search_agent.agent import react
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import engine as engine_lib
-from search_agent.search import snippets
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 
@@ -40,14 +39,7 @@ class Environment:
   tool_text: str = 'json'
 
   def engine_config(self) -> engine_lib.EngineConfig:
-    if not self.snippet_words:
-      return engine_lib.EngineConfig()
-    window = max(self.snippet_words, snippets.SnippetConfig().window_words)
-    return engine_lib.EngineConfig(
-        snippet=snippets.SnippetConfig(
-            window_words=window, max_words=self.snippet_words
-        )
-    )
+    return engine_lib.snippet_words_config(self.snippet_words)
 
   def system_text(self, schemas: Sequence[dict[str, Any]]) -> str:
     prompt = prompt_lib.load(self.system_prompt)

@@ -240,6 +240,7 @@ def _rl(c) -> Stage:
   r, e, env = c.rl, c.eval, env_of(c)
   overrides = {
       'max_updates': r.updates,
+      'optimizer.learning_rate': r.learning_rate,
       'tasks_path': '{tasks}/tasks.train.jsonl',
       'init.sft_workdir': '{sft}',
       'tokenizer.path': '{tokenizer}/tokenizer.json',

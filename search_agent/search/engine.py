@@ -69,6 +69,17 @@ class EngineConfig:
   snippet: snippets.SnippetConfig = snippets.SnippetConfig()
 
 
+def snippet_words_config(words: int) -> EngineConfig:
+  """The default settings with excerpts of at most `words` words (0 = the
+  seed's budget), the window widened to hold them."""
+  if not words:
+    return EngineConfig()
+  window = max(words, snippets.SnippetConfig().window_words)
+  return EngineConfig(
+      snippet=snippets.SnippetConfig(window_words=window, max_words=words)
+  )
+
+
 def _check_batch(queries) -> None:
   if isinstance(queries, str):
     raise TypeError(

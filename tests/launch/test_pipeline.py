@@ -11,7 +11,10 @@ from search_agent.pipeline import report
 from search_agent.pipeline import runner
 from search_agent.pipeline import stages as stages_lib
 from search_agent.pipeline import stats
+from search_agent.search import schemas as tool_schemas
+from search_agent.train.rl import setup as rl_setup
 from tpu_configs import pipeline as pipeline_config
+from tpu_configs import rl as rl_config
 
 Stage = stages_lib.Stage
 FRONT = ('index', 'tasks', 'tokenizer', 'collect', 'filter', 'split')
@@ -234,3 +237,20 @@ def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
   stages = {s.name: s for s in plan.build(c)}
   assert 'init_from' not in stages['sft'].overrides
   assert stages['eval_before_sft'].overrides['sampler.checkpoint_dir'] == ''
+
+
+def test_rl_sees_the_prompt_and_snippets_eval_sees():
+  c = pipeline_config.get_config('tiny')
+  env = plan.env_of(c)
+  assert (env.tool_text, env.tools) == ('signature', ('search',))
+  rl_stage = {s.name: s for s in plan.build(c)}['rl']
+  rc = rl_config.get_config('tiny')
+  for key, value in rl_stage.overrides.items():
+    if '{' not in str(value):  # placeholders are paths of other stages
+      section, _, field = key.rpartition('.')
+      (rc[section] if section else rc)[field] = value
+  schemas = tool_schemas.tool_schemas(env.tools)
+  assert rl_setup.system_text(rc) == env.system_text(schemas)
+  assert 'search(query' in rl_setup.system_text(rc)
+  assert rc.search.snippet_words == env.snippet_words == 24
+  assert rc.optimizer.learning_rate == c.rl.learning_rate

@@ -22,14 +22,13 @@ from absl import logging
 import jax
 
 from search_agent.agent import chat_prompts
-from search_agent.agent import react
 from search_agent.llm import openai_client
 from search_agent.llm import sampler_client
 from search_agent.llm import server_client
-from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.model import families
 from search_agent.model import sampler as sampler_lib
 from search_agent.search import client as client_lib
+from search_agent.search import engine as engine_lib
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.train import checkpoint as checkpoint_lib
@@ -156,13 +155,20 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
   tok = setup.tokenizer(c, workdir)
   llm, synced = policy_for(c, workdir, devices, tok)
   index = setup.index_dir(c, workdir)
-  engine = tantivy_engine(index) if index else None
+  words = c.search.snippet_words
+  engine = (
+      tantivy_engine(index, engine_lib.snippet_words_config(words))
+      if index
+      else None
+  )
+  if words and not engine:
+    raise ValueError(
+        f"search.snippet_words={words} shortens the embedded engine's"
+        f' excerpts; search.url={c.search.url!r} serves its own: set it to 0'
+    )
   backend = engine or client_lib.HttpSearch(c.search.url)
   tb_cfg = tools_lib.ToolboxConfig(
       tools=tuple(c.search.tools), top_k=c.search.top_k
-  )
-  system = prompt_lib.load(c.rollout.system_prompt).render(
-      tools=react.tool_text(tools_lib.schemas.tool_schemas(tb_cfg.tools))
   )
   worker = rollout_worker.RolloutWorker(
       setup.worker_config(c),
@@ -171,7 +177,7 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
       toolbox_factory=lambda task: tools_lib.Toolbox(
           backend, config=tb_cfg, context=task.question
       ),
-      system_text=system,
+      system_text=setup.system_text(c),
       scorer=setup.scorer(c),
       queue=replay_queue.ReplayQueue(_paths(workdir)['queue']),
       errors_path=os.path.join(workdir, 'rollout_errors.jsonl'),

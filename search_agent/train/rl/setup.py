@@ -26,11 +26,13 @@ from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.corpus import sources
 from search_agent.filtering import climbing
 from search_agent.llm import registry
+from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.model import checkpoint_params
 from search_agent.model import config as model_config_lib
 from search_agent.model import families
 from search_agent.model import hf_import
 from search_agent.model import maxtext_model
+from search_agent.search import schemas as tool_schemas
 from search_agent.search import tantivy_build
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
@@ -91,6 +93,15 @@ def worker_config(c: ml_collections.ConfigDict) -> rollout_worker.WorkerConfig:
       system_prompt=r.system_prompt,
       latency_median_s=r.latency_median_s,
       latency_p99_s=r.latency_p99_s,
+  )
+
+
+def system_text(c: ml_collections.ConfigDict) -> str:
+  """The rollout agent's system prompt: `rollout.system_prompt` with the
+  tools of `search.tools` as `rollout.tool_text` shows them."""
+  schemas = tool_schemas.tool_schemas(tuple(c.search.tools))
+  return prompt_lib.load(c.rollout.system_prompt).render(
+      tools=react.tool_text(schemas, c.rollout.tool_text)
   )
 
 
