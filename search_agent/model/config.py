@@ -39,6 +39,10 @@ class ModelConfig:
     weight_dtype: Parameter dtype.
     attention: MaxText attention kernel ('dot_product' on CPU, 'flash' on
       TPU).
+    attention_block: > 0 replaces the dot-product attention of training
+      forwards (`maxtext_model.forward`) with `blocked_attention` in blocks
+      of this many positions, skipping block pairs with no shared segment
+      (the CPU lever for packed rows); 0 keeps MaxText's.
     dense_moe: True runs the MoE as dense matmuls over all experts (the CPU
       path: XLA:CPU has no ragged all-to-all); False uses sparse matmul with
       the megablox kernel (TPU).
@@ -50,6 +54,8 @@ class ModelConfig:
     load_balance_loss_weight: Weight of MaxText's MoE load-balance loss.
     logits_chunk: Tokens per chunk when computing per-token log-probs, so
       memory holds chunk x vocab logits, never length x vocab.
+    logits_remat: Recompute each chunk's logits in the backward pass; False
+      keeps every chunk's logits (length x vocab floats: small models only).
     load_parameters_path: Parameter checkpoint to start from ('' = random
       init): the output of `search_agent.model.tools.import_hf`, loaded by
       the trainer with `hf_import.load_params`.
@@ -63,6 +69,7 @@ class ModelConfig:
   dtype: str = 'bfloat16'
   weight_dtype: str = 'float32'
   attention: str = 'dot_product'
+  attention_block: int = 0
   dense_moe: bool = True
   capacity_factor: float = -1.0
   remat_policy: str = 'full'
@@ -70,6 +77,7 @@ class ModelConfig:
   freeze_router: bool = False
   load_balance_loss_weight: float = 0.0
   logits_chunk: int = 1024
+  logits_remat: bool = True
   load_parameters_path: str = ''
 
   @property

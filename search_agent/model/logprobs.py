@@ -18,6 +18,7 @@ def chunked_token_logprobs(
     hidden_btd: jax.Array,
     targets_bt: jax.Array,
     chunk: int,
+    remat: bool = True,
 ) -> jax.Array:
   """log p(targets[b, t] | hidden[b, t]) for every position.
 
@@ -27,6 +28,8 @@ def chunked_token_logprobs(
     targets_bt: Token ids to score (the next tokens).
     chunk: Positions per chunk; the length is padded up to a multiple.
       Chunks are strided (every n-th position), not contiguous.
+    remat: Recompute each chunk's logits in the backward pass (memory holds
+      one chunk's logits); False keeps them (faster, n chunks' memory).
 
   Returns:
     float32 log-probabilities [b, t].
@@ -43,12 +46,14 @@ def chunked_token_logprobs(
   h_nbcd = jnp.moveaxis(hidden_btd.reshape(b, chunk, n, d), 2, 0)
   y_nbc = jnp.moveaxis(targets_bt.reshape(b, chunk, n), 2, 0)
 
-  @functools.partial(jax.checkpoint, prevent_cse=False)
   def one_chunk(h_bcd, y_bc):
     logits_bcv = logits_fn(h_bcd).astype(jnp.float32)
     lse_bc = jax.nn.logsumexp(logits_bcv, axis=-1)
     picked_bc = jnp.take_along_axis(logits_bcv, y_bc[..., None], axis=-1)
     return picked_bc[..., 0] - lse_bc
+
+  if remat:
+    one_chunk = jax.checkpoint(one_chunk, prevent_cse=False)
 
   def body(carry, xs):
     return carry, one_chunk(*xs)
@@ -75,11 +80,16 @@ def token_logprobs(
       positions_bt,
       segments_bt,
       forced_bsle,
+      attention_block=model.config.attention_block,
   )
   logits_fn = functools.partial(
       maxtext_model.logits_from_hidden, model.graphdef, params, model.rest
   )
   lp = chunked_token_logprobs(
-      logits_fn, out.hidden_btd, targets_bt, model.config.logits_chunk
+      logits_fn,
+      out.hidden_btd,
+      targets_bt,
+      model.config.logits_chunk,
+      model.config.logits_remat,
   )
   return lp, out

@@ -21,6 +21,7 @@ from maxtext.utils import maxtext_utils
 from maxtext.utils import model_creation_utils
 from maxtext.utils.globals import MAXTEXT_CONFIGS_DIR
 
+from search_agent.model import attention_patch
 from search_agent.model import config as config_lib
 from search_agent.model import mesh as mesh_lib
 
@@ -47,6 +48,7 @@ def _record_topk(get_topk):
 
 if not getattr(moe.RoutedMoE.get_topk, 'search_agent_wrapped', False):
   moe.RoutedMoE.get_topk = _record_topk(moe.RoutedMoE.get_topk)
+attention_patch.install()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -199,19 +201,25 @@ def forward(
     positions_bt: jax.Array,
     segments_bt: jax.Array,
     forced_bsle: jax.Array | None = None,
+    attention_block: int = 0,
 ) -> ForwardOut:
-  """Runs the decoder; call under `Model.rules()` (inside or outside jit)."""
+  """Runs the decoder; call under `Model.rules()` (inside or outside jit).
+
+  `attention_block` > 0 computes the attention with
+  `blocked_attention.blocked_causal_attention` (ModelConfig.attention_block).
+  """
   model = nnx.merge(graphdef, params, rest, copy=True)
   kwargs = {}
   if forced_bsle is not None:
     kwargs['forced_routed_experts'] = forced_bsle
-  model(
-      decoder_input_tokens=tokens_bt,
-      decoder_positions=positions_bt,
-      decoder_segment_ids=segments_bt,
-      enable_dropout=False,
-      **kwargs,
-  )
+  with attention_patch.attention_block(attention_block):
+    model(
+        decoder_input_tokens=tokens_bt,
+        decoder_positions=positions_bt,
+        decoder_segment_ids=segments_bt,
+        enable_dropout=False,
+        **kwargs,
+    )
   inter = nnx.pop(model, nnx.Intermediate)
   hidden = None
   routing = []

@@ -1,24 +1,31 @@
 """SFT throughput benchmark: our update, before/after tuning, vs MaxText.
 
   XLA_FLAGS=--xla_force_host_platform_device_count=1 JAX_PLATFORMS=cpu \
-  python -m search_agent.train.sft.benchmark --seq_len=2048 --rows=4 \
-      --steps=3 --workdir=/tmp/bench
+  python -m search_agent.train.sft.benchmark --seq_len=2048 --rows=2 \
+      --segment=420 --steps=3 --workdir=/tmp/bench
 
+(the pipeline's SFT shape: two 2,048-token microbatches of ~420-token
+demonstrations; `--seq_len=512 --rows=8 --segment=150` is pretrain_tiny's).
 In one process, on the tiny MoE with Muon, an update of `rows` packed rows of
-`seq_len` tokens (segments of 740 tokens, the probe's demonstrations):
+`seq_len` tokens (segments of `segment` tokens, all supervised):
   * `before`: one row per microbatch (`micro_steps=rows`), full remat,
-    256-position logits chunks (the tiny SFT settings before issue 14);
-  * `after`: the same microbatching with remat `--after_remat` (default
-    'minimal'; on the 2-core CPU it was no faster than 'full': 1.01x wall,
-    0.97x CPU time, so the tiny config keeps 'full');
+    256-position logits chunks recomputed in the backward, MaxText's
+    dot-product attention (the tiny SFT settings before issue 14);
+  * `after`: the same microbatching with `--after_block`-position blocked
+    attention (`ModelConfig.attention_block`: block pairs without a shared
+    segment skipped), logits chunks of `--after_chunk` kept for the backward
+    (`logits_remat=False`) and remat `--after_remat` (the tiny configs'
+    settings, tpu_configs/sft.py);
 then, for a like-for-like check against MaxText's own `train.main` (one
-microbatch of `rows` rows, AdamW, the `after` remat), ours in that shape
-(`after_adamw`) and MaxText's. Reported: seconds per update (median after
-compilation; MaxText's dispatch-to-dispatch times, mean over steps 2..),
-tokens/s, CPU seconds per update (ours), training FLOPs per token (`flops.flops_per_token`: the formula is
-in its docstring), achieved FLOP/s and its share of the CPUs' peak, and the
+microbatch of `rows` rows, AdamW), ours with the `after` settings in that
+shape (`after_adamw`) and MaxText's (its own attention and logits). Reported:
+seconds per update (median after compilation; MaxText's dispatch-to-dispatch
+times, mean over steps 2..), tokens/s, CPU seconds per update (ours), model
+training FLOPs per token (`flops.flops_per_token`, the formula in its
+docstring; the same count for every variant, so FLOP/s ratios are tokens/s
+ratios), achieved FLOP/s and its share of the CPUs' peak, and the
 after/before and ours/MaxText ratios. Other load on the machine slows both
-alike; compare within one run.
+alike; compare within one run (CPU seconds move least).
 """
 
 import dataclasses
@@ -40,22 +47,23 @@ from search_agent.train.sft import flops as flops_lib
 from search_agent.train.sft import step as step_lib
 
 _SEQ = flags.DEFINE_integer('seq_len', 2048, 'Tokens per row.')
-_ROWS = flags.DEFINE_integer('rows', 4, 'Packed rows per update.')
+_ROWS = flags.DEFINE_integer('rows', 2, 'Packed rows per update.')
+_SEGMENT = flags.DEFINE_integer('segment', 420, 'Tokens per packed segment.')
 _STEPS = flags.DEFINE_integer('steps', 3, 'Timed updates (after 1 warmup).')
 _LAYOUT = flags.DEFINE_string('layout', 'fsdp', 'Layout preset.')
-_REMAT = flags.DEFINE_string('after_remat', 'minimal', "'after' remat policy.")
+_REMAT = flags.DEFINE_string('after_remat', 'full', "'after' remat policy.")
+_BLOCK = flags.DEFINE_integer('after_block', 128, "'after' attention block.")
+_CHUNK = flags.DEFINE_integer('after_chunk', 256, "'after' logits chunk.")
 _MAXTEXT = flags.DEFINE_bool('maxtext', True, "Also time MaxText's train.main.")
 _WORKDIR = flags.DEFINE_string('workdir', '/tmp/sft_bench', 'Scratch dir.')
 
-SEGMENT = 740
 
-
-def make_batch(micro_steps, rows, seq, vocab):
-  """Random tokens in packed rows of SEGMENT-token segments, all supervised."""
+def make_batch(micro_steps, rows, seq, vocab, segment=420):
+  """Random tokens in packed rows of `segment`-token segments, supervised."""
   rng = np.random.default_rng(0)
   shape = (micro_steps, rows, seq)
-  pos = np.arange(seq) % SEGMENT
-  seg = np.arange(seq) // SEGMENT + 1
+  pos = np.arange(seq) % segment
+  seg = np.arange(seq) // segment + 1
   return {
       'inputs': rng.integers(0, vocab, shape).astype(np.int32),
       'targets': rng.integers(0, vocab, shape).astype(np.int32),
@@ -70,7 +78,7 @@ def _cpu_s() -> float:
   return r.ru_utime + r.ru_stime
 
 
-def time_update(cfg, layout, micro_steps, rows, steps, opt='muon'):
+def time_update(cfg, layout, micro_steps, rows, steps, opt='muon', segment=420):
   """(wall, CPU) seconds per update (medians after one compiling update).
 
   CPU seconds (all of this process's threads) move less than wall time when
@@ -87,7 +95,9 @@ def time_update(cfg, layout, micro_steps, rows, steps, opt='muon'):
   opt_state = step_lib.init_opt_state(model, tx, params)
   step = step_lib.make_train_step(model, tx)
   batch = jax.device_put(
-      make_batch(micro_steps, rows, cfg.max_target_length, cfg.vocab_size),
+      make_batch(
+          micro_steps, rows, cfg.max_target_length, cfg.vocab_size, segment
+      ),
       step_lib.batch_sharding(model),
   )
   times, cpu = [], []
@@ -126,7 +136,14 @@ def main(argv):
       families.model_preset('tiny'), max_target_length=seq
   )
   before = dataclasses.replace(tiny, remat_policy='full', logits_chunk=256)
-  after = dataclasses.replace(before, remat_policy=_REMAT.value)
+  after = dataclasses.replace(
+      before,
+      remat_policy=_REMAT.value,
+      attention_block=_BLOCK.value,
+      logits_chunk=_CHUNK.value,
+      logits_remat=False,
+  )
+  seg = _SEGMENT.value
   layout = families.layout_preset(_LAYOUT.value)
   tokens = rows * seq * jax.device_count()
   peak = flops_lib.cpu_peak_flops()
@@ -138,15 +155,16 @@ def main(argv):
       'tokens_per_update': tokens,
       'peak_gflops': peak / 1e9,
       'flops_per_token': fpt,
+      'segment': seg,
   }
-  t, c = time_update(before, layout, rows, 1, steps)
+  t, c = time_update(before, layout, rows, 1, steps, segment=seg)
   report['before'] = _figures(t, tokens, remat_fpt(before), peak, c)
-  t, c = time_update(after, layout, rows, 1, steps)
+  t, c = time_update(after, layout, rows, 1, steps, segment=seg)
   report['after'] = _figures(t, tokens, remat_fpt(after), peak, c)
   for k in ('tokens_per_s', 'tokens_per_cpu_s'):
     report[f'after_over_before_{k}'] = report['after'][k] / report['before'][k]
   if _MAXTEXT.value:
-    t, c = time_update(after, layout, 1, rows, steps, opt='adamw')
+    t, c = time_update(after, layout, 1, rows, steps, opt='adamw', segment=seg)
     report['after_adamw'] = _figures(t, tokens, remat_fpt(after), peak, c)
     mt_rows = reference_train.run_maxtext_train(
         after,
