@@ -343,6 +343,9 @@ def _tiny_run(c: ml_collections.ConfigDict) -> None:
   c.tasks_path = _TINY_TASKS
   c.model = families.as_dict(families.model_preset('tiny'))
   c.model.update(dict(max_target_length=1_568, logits_chunk=224))
+  # The learner's attention in 128-token blocks (train.sft's tiny setting;
+  # the sampler keeps MaxText's, parity checks the two agree).
+  c.model.attention_block = 128
   c.model.freeze_router = True
   c.tokenizer.chat_template = 'chatml'
   c.learner.update(
