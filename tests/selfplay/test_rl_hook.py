@@ -1,5 +1,6 @@
 """The RL hook: config variants, the seed pool, group splitting, metrics."""
 
+import asyncio
 import json
 
 from ml_collections import config_flags  # pylint: disable=unused-import
@@ -7,7 +8,10 @@ import pytest
 
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory as traj_lib
+from search_agent.selfplay import toolbox
+from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import configs
+from search_agent.train.rl import learner
 from search_agent.train.rl import records
 from search_agent.train.rl import selfplay
 from tpu_configs import rl as rl_config
@@ -128,10 +132,6 @@ def test_curves(tmp_path):
 
 
 def test_each_role_is_its_own_grpo_group():
-  from search_agent.train.rl import \
-      advantages as adv_lib  # pylint: disable=g-import-not-at-top
-  from search_agent.train.rl import \
-      learner  # pylint: disable=g-import-not-at-top
 
   rewards = [0.0, 0.2, 0.4, 1.0, 1.0, 0.0]  # 3 proposer, 3 solver rollouts
   g = records.RolloutGroup(
@@ -157,10 +157,6 @@ def test_partial_rollouts_are_refused():
 
 
 def test_tool_call_budget(toolbox_factory):
-  import asyncio  # pylint: disable=g-import-not-at-top
-
-  from search_agent.selfplay import \
-      toolbox  # pylint: disable=g-import-not-at-top
 
   box = toolbox.CappedToolbox(toolbox_factory(), max_calls=2)
   call = traj_lib.ToolCall(name='search', arguments={'query': ['Teutberga']})
