@@ -20,9 +20,9 @@ unchanged; search_agent/pipeline/plan.py wires them):
 
 Variants: 'tiny' (the README's main job: under 15 minutes on 2 free cores)
 and 'learn' (the learning-signal benchmark: 200 held-out tasks, every train
-task's demonstrations, 400 pretraining and 1,200 SFT updates, 30 RL updates;
-~90 minutes on 2 free cores by the per-update CPU seconds measured in
-:tiny runs, not run to the end here).
+task's demonstrations, 400 pretraining and 1,200 SFT updates, 30 RL updates).
+WORKSPACE.md "Learning signal" has a measured run of it with smaller
+pretraining/SFT/RL sizes and its figures.
 """
 
 import ml_collections
