@@ -24,26 +24,18 @@
 """
 
 import collections
-import math
 import statistics
 from typing import Any, Sequence
 
 import numpy as np
 
 from eval import evidence
+from search_agent import intervals
 
 Record = dict[str, Any]
 
 
-def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-  """Wilson score interval of k successes in n trials."""
-  if n == 0:
-    return (0.0, 1.0)
-  p = k / n
-  denom = 1 + z * z / n
-  center = (p + z * z / (2 * n)) / denom
-  half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-  return (max(0.0, center - half), min(1.0, center + half))
+wilson_interval = intervals.wilson
 
 
 def calibration(records: Sequence[Record], bins: int = 10) -> dict[str, Any]:

@@ -32,12 +32,12 @@ interval.
 import asyncio
 import dataclasses
 import json
-import math
 import pathlib
 import re
 from typing import Sequence
 import urllib.parse
 
+from search_agent import intervals
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 
@@ -146,14 +146,9 @@ def read_log(path: str | pathlib.Path) -> list[LiveQuery]:
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
-  """Wilson score interval of a proportion (95% for z = 1.96)."""
-  if n <= 0:
-    return 0.0, 1.0
-  p = successes / n
-  denom = 1 + z * z / n
-  center = (p + z * z / (2 * n)) / denom
-  half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-  return round(max(0.0, center - half), 4), round(min(1.0, center + half), 4)
+  """`intervals.wilson`, rounded to 4 places for the report."""
+  lo, hi = intervals.wilson(successes, n, z)
+  return round(lo, 4), round(hi, 4)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
