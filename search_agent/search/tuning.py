@@ -25,6 +25,7 @@ from typing import Iterable, Mapping, Sequence
 
 from search_agent.search import fusion as fusion_lib
 from search_agent.search import parser
+from search_agent.search import trec
 from search_agent.search.engine import EngineConfig
 from search_agent.search.engine import SearchEngine
 
@@ -133,18 +134,17 @@ def metrics(
     ks: Sequence[int] = (10, 100),
 ) -> dict[str, float]:
   """Macro recall@k and all-gold@k (share of topics with every gold)."""
-  qids = [q for q in qids if any(r > 0 for r in qrels[q].values())]
-  out: dict[str, float] = {'topics': len(qids)}
+  judged = {q: dict(qrels[q]) for q in qids}
+  run = {q: [(d, 0.0) for d in ranked.get(q, ())] for q in judged}
+  topics = [q for q, j in judged.items() if any(r > 0 for r in j.values())]
+  out: dict[str, float] = {'topics': len(topics)}
+  n = max(1, len(topics))
   for k in ks:
-    rec = allg = 0.0
-    for q in qids:
-      gold = {d for d, r in qrels[q].items() if r > 0}
-      found = len(gold & set(ranked.get(q, ())[:k]))
-      rec += found / len(gold)
-      allg += found == len(gold)
-    n = max(1, len(qids))
-    out[f'recall@{k}'] = round(rec / n, 4)
-    out[f'all_gold@{k}'] = round(allg / n, 4)
+    per_query = trec.evidence_recall(judged, run, k).per_query
+    out[f'recall@{k}'] = round(sum(per_query.values()) / n, 4)
+    out[f'all_gold@{k}'] = round(
+        sum(r == 1.0 for r in per_query.values()) / n, 4
+    )
   return out
 
 
