@@ -28,18 +28,20 @@ import sys
 
 import pytest
 
-# Files other work adds; a command naming one is skipped until it exists.
-PENDING_FILES = ('tpu_configs/launch/serve.py',)
-# Binaries other work adds: their argv is printed (dry run), not parsed.
-PENDING_MODULES = ('search_agent.train.rl.run',)
 XPK_FLAGS = {
     ('cluster', 'create'): {
         'cluster', 'tpu-type', 'device-type', 'num-slices', 'on-demand',
-        'reservation', 'spot', 'enable-gcsfuse-csi-driver', 'project', 'zone',
+        'reservation', 'spot', 'enable-gcsfuse-csi-driver',
+        'enable-gcpfilestore-csi-driver', 'project', 'zone',
     },
     ('storage', 'attach'): {
         'type', 'bucket', 'cluster', 'mount-point', 'readonly', 'auto-mount',
-        'size', 'manifest', 'project', 'zone',
+        'size', 'manifest', 'instance', 'vol', 'access-mode', 'project',
+        'zone',
+    },
+    ('storage', 'create'): {
+        'type', 'size', 'tier', 'access-mode', 'vol', 'cluster',
+        'mount-point', 'readonly', 'auto-mount', 'project', 'zone',
     },
     ('workload', 'list'): {'cluster', 'project', 'zone'},
 }  # fmt: skip
@@ -122,10 +124,6 @@ def _launch_config_names(repo_root) -> set[str]:
 
 def check_launch(module, args, repo_root):
   """launch.xpk/local --dry_run, then the launched binary's flags parsed."""
-  config = next(a for a in args if a.startswith('--config='))
-  path = config.split('=', 1)[1].split(':')[0]
-  if path in PENDING_FILES and not (repo_root / path).exists():
-    return 'pending'
   proc = _run([sys.executable, '-m', module, *args, '--dry_run'], repo_root)
   assert proc.returncode == 0, f'{module} {args}: {proc.stderr[-2000:]}'
   printed = proc.stdout.strip()
@@ -140,8 +138,10 @@ def check_launch(module, args, repo_root):
   else:
     env, argv = _split(printed)
   binary, binary_args = argv[2], argv[3:]
-  if binary in PENDING_MODULES:
-    return 'dry-run (binary pending)'
+  if binary == 'search_agent.train.rl.run':
+    # Its replay queue needs a POSIX mount shared by learner and workers.
+    workdir = next(a for a in binary_args if a.startswith('--workdir='))
+    assert workdir.split('=', 1)[1].startswith('/rl/'), workdir
   _parse_only(binary, binary_args, repo_root, env)
   return 'dry-run + parsed'
 
@@ -159,9 +159,11 @@ def check_xpk(argv, repo_root):
   cluster = next(w for w in argv if w.startswith('--cluster=')).split('=')[1]
   if sub != ('cluster', 'create'):
     assert cluster in _guide_clusters(repo_root), cluster
-  if sub == ('storage', 'attach'):
+  if sub in (('storage', 'attach'), ('storage', 'create')):
     mount = next(w for w in argv if w.startswith('--mount-point='))
-    assert mount.split('=')[1] in ('/models', '/data')
+    assert mount.split('=')[1] in ('/models', '/data', '/rl')
+  if sub == ('storage', 'create') or '--type=gcpfilestore' in argv:
+    assert '--type=gcpfilestore' in argv, argv  # xpk creates Filestore only
   return 'xpk flags'
 
 

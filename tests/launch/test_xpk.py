@@ -96,9 +96,9 @@ def test_rl_roles_get_their_own_workloads(repo_root):
       '--command=python -m index.serve --config=tpu_configs/search/serve.py'
       ' --workdir=gs://search-agent-runs/search/run0'
   )
-  assert learner[-1].endswith(
-      '--role=learner --workdir=gs://search-agent-runs/rl/run0'
-  )
+  # Learner and workers share the replay queue: a Filestore mount, not gs://.
+  assert learner[-1].endswith('--role=learner --workdir=/rl/run0')
+  assert rollout[-1].endswith('--role=rollout --workdir=/rl/run0')
 
 
 def test_v5p_128_halves_context_parallelism(repo_root):

@@ -8,10 +8,12 @@ Variants (`--config=tpu_configs/launch/rl.py:ROLE`):
   simulate: the scheduler simulator (`search_agent.train.rl.simulate`) with
     the recipe's RL config, on a CPU node.
   tiny: the simulator with the tiny RL config, for `python -m launch.local`.
-The learner/rollout binary (`search_agent.train.rl.run`, flag --role) comes
-with the RL integration; until it lands `python -m launch.xpk` prints those
-commands with --dry_run and refuses to launch them. Placeholders to override
-as in tpu_configs/launch/sft.py.
+The learner and the rollout workers (`search_agent.train.rl.run --role=...`)
+share one workdir on a POSIX filesystem both clusters mount: the replay queue
+claims by atomic rename and delivers by hard link, which object stores and
+Cloud Storage FUSE lack, so the workdir is a Filestore mount (`/rl`, see
+launch/README.md) and rl.run refuses a gs:// one. Placeholders to override as
+in tpu_configs/launch/sft.py.
 """
 
 import ml_collections
@@ -31,7 +33,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   config.flags = ml_collections.ConfigDict()
   config.flags.config = 'tpu_configs/rl.py'
   config.flags.role = role
-  config.flags.workdir = 'gs://search-agent-runs/rl/run0'
+  # A Filestore (NFS) mount on both clusters, never gs:// (see above).
+  config.flags.workdir = '/rl/run0'
   # More arguments for the binary, shell-quoted (e.g. its config overrides).
   config.extra_args = ''
   # Environment variables for the binary.

@@ -5,7 +5,9 @@ r"""The RL run: rollout workers -> replay queue -> learner -> new weights.
 
 `all` (default) runs the learner and a rollout worker in one process on
 split meshes; `learner` and `rollout` run them as separate processes that
-share only DIR. Rerunning the same command resumes from DIR. Writes
+share only DIR, which must be local or an NFS/Filestore mount (the replay
+queue claims by rename and delivers by hard link; a gs:// DIR is refused
+up front). Rerunning the same command resumes from DIR. Writes
 DIR/{metrics.jsonl, parity.json, manifest.json, reward_curves.png, tb/,
 checkpoints/, weights/, queue/}.
 """
@@ -29,6 +31,7 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from search_agent import paths
 from search_agent.model import quiet_logs
 from search_agent.train.rl import roles
 from search_agent.train.rl import selfplay
@@ -44,8 +47,17 @@ flags.mark_flags_as_required(['config', 'workdir'])
 def main(argv):
   del argv
   quiet_logs.install()
-  os.makedirs(_WORKDIR.value, exist_ok=True)
-  c, workdir = _CONFIG.value, os.path.abspath(_WORKDIR.value)
+  try:
+    workdir = paths.require_local(
+        _WORKDIR.value,
+        'the RL workdir',
+        'the learner and the rollout workers share its replay queue, which'
+        ' claims by atomic rename and delivers by hard link',
+    )
+  except paths.NotLocalError as e:
+    raise SystemExit(f'rl.run: {e}') from None
+  os.makedirs(workdir, exist_ok=True)
+  c = _CONFIG.value
   c = selfplay.prepare(c, workdir)  # self-play: the seed pool as tasks
   if _ROLE.value == 'rollout':
     roles.run_rollout(c, workdir)
