@@ -47,6 +47,13 @@ class TeacherConfig:
     quote_rate: Fraction of rollouts whose first query for a page is the
       title as a "quoted phrase" (the others search it plain first).
     max_retries: Other queries tried for a page search did not return.
+    value_space: Write a space before the first word of each value the
+      model copies (the query's title, the final answer), so that word
+      tokenizes as it does inside the question and the observations: a
+      byte-level BPE gives ' Fred' there but '["' + 'F' + 'red' at the start
+      of a JSON string, so without it a small model must learn a different
+      spelling of every name instead of copying tokens. The search query and
+      the graded answer are read with surrounding spaces stripped.
   """
 
   visit: bool = False
@@ -54,6 +61,7 @@ class TeacherConfig:
   think: bool = False
   quote_rate: float = 0.5
   max_retries: int = 1
+  value_space: bool = False
 
   def __post_init__(self):
     for name in ('recovery_rate', 'quote_rate'):
@@ -135,7 +143,8 @@ class ProgrammaticTeacher:
     return [protocol.Completion(text=self.reply(messages))] * params.n
 
   def _queries(self, title: str) -> list[str]:
-    plain, quoted = display_title(title), f'"{display_title(title)}"'
+    plain = self._spaced(display_title(title))
+    quoted = f'"{plain}"'
     return [quoted, plain] if self.quote_first else [plain, quoted]
 
   def _plan(self, messages: Sequence[protocol.Message]) -> tuple[str, dict]:
@@ -176,16 +185,19 @@ class ProgrammaticTeacher:
       read = [m.get('content', '') for m in messages if m['role'] == 'tool']
       answer = find_answer(self.task, read) or NOT_FOUND
       return self._think('I have read the evidence.') + (
-          f'<answer>{answer}</answer>'
+          f'<answer>{self._spaced(answer)}</answer>'
       )
     if tool == 'search':
-      thought = f'Search for {arguments["query"][0]}.'
+      thought = f'Search for {arguments["query"][0].strip()}.'
     else:
       thought = f'Read {arguments["ref_id"][0]}.'
     first = not any(m['role'] == 'assistant' for m in messages)
     if self.fault and first and not errors:
       return self._think(thought) + _broken(self.fault, tool, arguments)
     return self._think(thought) + _call(tool, arguments)
+
+  def _spaced(self, value: str) -> str:
+    return f' {value}' if self.config.value_space else value
 
   def _think(self, thought: str) -> str:
     return f'<think>\n{thought}\n</think>\n' if self.config.think else ''

@@ -56,6 +56,9 @@ _VISIT = flags.DEFINE_bool('visit', False, 'Programmatic: visit pages found.')
 _RECOVERY = flags.DEFINE_float('recovery_rate', 0.2, 'Broken first calls.')
 _THINK = flags.DEFINE_bool('think', False, 'Programmatic: <think> lines.')
 _QUOTE = flags.DEFINE_float('quote_rate', 0.5, 'Quoted first queries.')
+_VALUE_SPACE = flags.DEFINE_bool(
+    'value_space', False, 'Programmatic: a space before copied values.'
+)
 _CONCURRENCY = flags.DEFINE_integer('concurrency', 8, 'Rollouts in flight.')
 
 
@@ -98,6 +101,7 @@ async def collect(tasks, env: environment.Environment, out_dir: str) -> dict:
       recovery_rate=_RECOVERY.value,
       think=_THINK.value,
       quote_rate=_QUOTE.value,
+      value_space=_VALUE_SPACE.value,
   )
   endpoint = None
   if _TEACHER.value == 'openai':

@@ -172,6 +172,7 @@ def _collect(c) -> Stage:
       'recovery_rate': t.recovery_rate,
       'think': t.think,
       'quote_rate': t.quote_rate,
+      'value_space': t.value_space,
   }
   if t.kind == 'openai':
     flags.update(teacher_base_url=t.base_url, teacher_model=t.model)

@@ -120,3 +120,35 @@ def test_a_task_without_evidence_is_refused():
   task = task_lib.Task(id='t4', question='Q?', answer='A')
   with pytest.raises(ValueError, match='no evidence path'):
     teacher_lib.ProgrammaticTeacher(task)
+
+
+def _contains(seq, sub):
+  return any(seq[i : i + len(sub)] == sub for i in range(len(seq)))
+
+
+@pytest.mark.parametrize('quote_rate', [0.0, 1.0])
+def test_value_space_lets_the_name_keep_its_question_tokens(
+    engine, tmp_path, quote_rate
+):
+  tok = tokenizer_lib.train_tiny_tokenizer(
+      twowiki.read_2wiki()[:300], tmp_path / 'tok', 1024
+  )
+  name = tok.encode(' Teutberga')  # as the question spells it
+  answer = tok.encode(' Lothair II')  # as the observation spells it
+  assert _contains(tok.encode(TEUTBERGA.question), name)
+  seen = {}
+  for value_space in (False, True):
+    config = teacher_lib.TeacherConfig(
+        recovery_rate=0, quote_rate=quote_rate, value_space=value_space
+    )
+    traj = _run(engine, TEUTBERGA, config, 0)
+    # The spaced query still finds the page and the answer reads the same.
+    assert traj.final_answer == 'Lothair II'
+    [call] = traj.tool_calls
+    assert call.arguments['query'][0].strip('" ') == 'Teutberga'
+    replies = [m.content for m in traj.messages if m.role == 'assistant']
+    seen[value_space] = [tok.encode(r) for r in replies]
+  assert not _contains(seen[False][0], name)  # '"'+'Te'..., not ' Te'...
+  assert not _contains(seen[False][1], answer)
+  assert _contains(seen[True][0], name)
+  assert _contains(seen[True][1], answer)
