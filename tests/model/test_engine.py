@@ -100,7 +100,7 @@ def test_sampled_logprobs_are_the_sampling_distribution(engine, model1):
   np.testing.assert_allclose(lp[len(prompt) - 1 :], got.logprobs, atol=1e-4)
 
 
-def test_session_turn_prefills_only_new_tokens(engine):
+def test_session_turn_prefills_only_new_tokens(engine, model1):
   LONG2 = list(range(300, 340))  # pylint: disable=invalid-name
   first = engine.generate(_greedy(LONG2, 8, session_id='s1'))
   turn2 = LONG2 + list(first.token_ids) + [900, 901, 902]
@@ -114,6 +114,11 @@ def test_session_turn_prefills_only_new_tokens(engine):
   assert after['extended_tokens'] - before['extended_tokens'] == 3
   assert after['extends'] - before['extends'] == 1
   assert after['fed_prompt_tokens'] - before['fed_prompt_tokens'] == 1
+  # The routing of the whole sequence, the extended tokens included.
+  _, argmax, out = _full_forward(model1, turn2 + list(second.token_ids))
+  assert tuple(argmax[len(turn2) - 1 :].tolist()) == second.token_ids
+  assert second.routed_from == 0
+  np.testing.assert_array_equal(second.routed_experts, out.routing_bsle[0])
   # A diverging turn reuses only the common prefix.
   branch = engine.generate(_greedy(LONG2[:30] + [7, 7], 8, session_id='s2'))
   assert branch.cached_tokens == 30  # copied from session s1's slot
