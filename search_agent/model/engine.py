@@ -2,9 +2,9 @@
 
 One thread owns the device (`engine_core.EngineCore`) and loops: apply
 control commands (abort, pause, weight swaps), place waiting requests into
-free slots, run one decode block (`steps_per_call` tokens for every busy slot; the
-busy rows are gathered into the next power-of-two batch),
-hand finished results to their callbacks. Requests join and leave slots
+free slots, run one decode block (`steps_per_call` tokens for every busy
+slot; the busy rows are gathered into the next power-of-two batch), hand
+finished results to their callbacks. Requests join and leave slots
 between blocks (continuous batching). A slot keeps the KV of the session it
 served; the next request of that session (or, without a session id, the
 idle slot sharing the longest prefix) computes only the tokens after the

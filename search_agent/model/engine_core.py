@@ -3,16 +3,19 @@
 MaxText's decode cache has, per batch row (a *slot*), a prefill region of
 `max_context` entries and an autoregressive (AR) ring of `ring_len` entries
 written at one global index that every decode step advances. A slot keeps
-its session's context in the prefill region (entries 0..L-1, segment id 1);
-a request on the slot feeds its new tokens and its generated tokens one per
-decode step into the ring (`decode_block`, K steps per device call, sampling
-on device); when the request ends, `commit` moves its ring entries after the
-context in the prefill region, so the next turn of the session feeds only
-its new tokens. Keys are stored after RoPE and attention in decode mode
-masks by segment id only, so where an entry sits does not change the result.
-A fresh long prompt is instead computed in MaxText's prefill mode (one
-batch-1 forward, padded to a power-of-two bucket) and installed into the
-slot (`install`).
+its session's context in the prefill region (entries 0..L-1, segment id 1).
+A request's new prompt tokens but the last are appended there by `extend`
+(one forward for several slots: MaxText's prefill-mode graph on the slots'
+gathered context rows, writing at a dynamic offset, see
+`extend_attention`); its last prompt token and its generated tokens go one
+per decode step into the ring (`decode_block`, K steps per device call,
+sampling on device, on the busy slots only, gathered into a power-of-two
+batch); when the request ends, `commit` moves its ring entries after the
+context in the prefill region. Keys are stored after RoPE and attention in
+decode mode masks by segment id only, so where an entry sits does not
+change the result. A fresh long prompt is instead computed in MaxText's
+prefill mode (one batch-1 forward, padded to a power-of-two bucket) and
+installed into the slot (`install`).
 
 Sampling reuses `sampling.sample` row by row: the token is drawn from
 softmax(logits / T) with top-p, its log-probability is under softmax(logits /
@@ -86,7 +89,6 @@ class EngineCore:
       steps_per_call: int,
       max_extend: int | None = None,
       extend_budget: int = 2048,
-      cache_axis_order: str | None = None,
       devices: list[jax.Device] | None = None,
   ):
     devices = devices or jax.devices()
@@ -103,15 +105,6 @@ class EngineCore:
     self.record_routing = cfg.supports_replay
     self._n_devices = len(devices)
 
-    order = (
-        {}
-        if cache_axis_order is None
-        else dict(
-            prefill_cache_axis_order=cache_axis_order,
-            ar_cache_axis_order=cache_axis_order,
-        )
-    )
-
     def mt_config(rows: int):
       return maxtext_model.maxtext_config(
           cfg,
@@ -121,7 +114,6 @@ class EngineCore:
           max_prefill_predict_length=max_context,
           model_call_mode='inference',
           return_routed_experts=self.record_routing,
-          **order,
       )
 
     self._mt_config_for = mt_config
@@ -226,8 +218,9 @@ class EngineCore:
     routes = [[] for _ in rows]
     r = padded = 0
     while True:
-      todo = [(i, s, off + r * piece, t[r * piece : (r + 1) * piece])
-              for i, (s, off, t) in enumerate(rows) if len(t) > r * piece]  # fmt: skip
+      lo, hi = r * piece, (r + 1) * piece
+      todo = [(i, s, off + lo, t[lo:hi])
+              for i, (s, off, t) in enumerate(rows) if len(t) > lo]  # fmt: skip
       if not todo:
         break
       width = self.extend_width(max(len(t) for *_, t in todo))
