@@ -2,13 +2,17 @@
 
 One thread owns the device (`engine_core.EngineCore`) and loops: apply
 control commands (abort, pause, weight swaps), place waiting requests into
-free slots, run one decode block (`steps_per_call` tokens for every slot),
-hand finished results to their callbacks. Requests join and leave slots
+free slots, run one decode block (`steps_per_call` tokens for every busy
+slot; the busy rows are gathered into the next power-of-two batch), hand
+finished results to their callbacks. Requests join and leave slots
 between blocks (continuous batching). A slot keeps the KV of the session it
 served; the next request of that session (or, without a session id, the
-idle slot sharing the longest prefix) prefills only the tokens after the
-common prefix. Sessions are evicted least recently used when a request needs
-a slot and none is free.
+idle slot sharing the longest prefix) computes only the tokens after the
+common prefix: all but the last in one extend forward (batched with the
+other requests placed in the same round), the last one in its first decode
+step. A fresh prompt of at least prefill_min_tokens is prefilled in one
+prefill-mode forward instead. Sessions are evicted least recently used when
+a request needs a slot and none is free.
 
 Weights change only between blocks, so every token is computed by one
 version; `update_weights` either aborts the requests in flight (they return
@@ -51,8 +55,8 @@ class Engine:
     self._aborts: set[str] = set()
     self._paused = self._stopped = False
     self._drain: tuple | None = None  # pending weights waiting for a drain
-    self._ring = 0
     self._counter = 0
+    self._extends: list = []  # (slot, run, offset, tokens) to extend
     self._thread = threading.Thread(target=self._loop, daemon=True)
 
   def start(self, params: Any, version: int) -> None:
@@ -276,19 +280,42 @@ class Engine:
     with self._lock:
       pending = list(self._waiting)
     prefills = 0
+    self._extends = []
     for run in pending:
       if all(s.run for s in self.slots):
-        return
+        break
       slot = engine_slots.choose_slot(self.slots, run.req)
       if slot is None:
         continue  # its session's slot is busy: a later request may fit
       if self._plan(slot, run):
         if prefills >= self.config.prefills_per_step:
-          return
+          break
         prefills += 1
       with self._lock:
         self._waiting.remove(run)
       self._start(slot, run, run.prefill)
+    self._flush_extends()
+
+  def _flush_extends(self) -> None:
+    """Runs the extends of the requests just started, in one forward."""
+    rows, self._extends = self._extends, []
+    if not rows:
+      return
+    t0 = time.monotonic()
+    out = self.core.extend(
+        self.params, [(s.index, off, chunk) for s, _, off, chunk in rows]
+    )
+    self.stats.extends += 1
+    self.stats.extend_padded_tokens += out.padded_tokens
+    self.stats.extend_seconds += time.monotonic() - t0
+    for (slot, run, off, _), routes in zip(rows, out.routing):
+      if routes is None:
+        continue
+      run.prompt_routes = routes
+      if off == 0:
+        slot.routes = routes
+      elif run.base_routes is not None:
+        slot.routes = np.concatenate([run.base_routes, routes])
 
   def _plan(self, slot, run) -> bool:
     """Sets run.keep (reused context); True if it needs a prefill forward.
@@ -306,14 +333,19 @@ class Engine:
     run.donor = donor if shared > own and keep > 0 else None
     fresh = keep == 0 and len(ids) - 1 >= self.config.prefill_min_tokens
     run.keep = keep
-    run.prefill = fresh or len(ids) - keep > self.config.max_chunk
+    chunk = len(ids) - keep - 1  # the extend's tokens (the last is decoded)
+    run.prefill = (
+        fresh or chunk >= self.config.max_chunk or chunk > self.core.max_extend
+    )
     return run.prefill
 
   def _start(self, slot, run, prefill: bool) -> None:
     ids = list(run.req.input_ids)
     if prefill:
+      t0 = time.monotonic()
       run.prompt_routes = self.core.prefill(self.params, ids[:-1])
       self.core.install(slot.index, len(ids) - 1)
+      self.stats.prefill_seconds += time.monotonic() - t0
       self.stats.prefill_tokens += len(ids) - 1
       run.keep, run.routed_from = 0, 0
       run.base_routes = engine_slots.head(run.prompt_routes, 0)
@@ -322,6 +354,8 @@ class Engine:
       run.forced = ids[-1:]
     else:
       source = slot if run.donor is None else run.donor
+      if any(run.donor is s for s, *_ in self._extends):
+        self._flush_extends()  # the donor's context is not complete yet
       if run.donor is not None:
         self.core.copy_context(run.donor.index, slot.index, run.keep)
       else:
@@ -330,12 +364,16 @@ class Engine:
       slot.routes = run.base_routes
       self.stats.reused_tokens += run.keep
       self.stats.copied_tokens += run.keep if run.donor is not None else 0
-      slot.ctx = ids[: run.keep]
       run.routed_from = run.keep
-      run.forced = ids[run.keep :]
+      chunk = ids[run.keep : -1]
+      if chunk:  # appended in one forward by _flush_extends
+        self._extends.append((slot, run, run.keep, chunk))
+        self.stats.extended_tokens += len(chunk)
+      slot.ctx = ids[:-1]
+      run.forced = ids[-1:]
     run.cached = run.keep if not prefill else 0
     self.stats.fed_prompt_tokens += len(run.forced)
-    run.pos, run.ring_start = len(slot.ctx), self._ring
+    run.pos, run.ring_start = len(slot.ctx), self.core.ring
     slot.run, slot.session = run, run.req.session_id
     slot.last_used = time.monotonic()
 
@@ -354,10 +392,10 @@ class Engine:
         seeds[s.index] = r.req.seed % 2**32
         temps[s.index], tops[s.index] = r.req.temperature, r.req.top_p
     t0 = time.monotonic()
+    active = [s.index for s in self.slots if s.run]
     out = self.core.decode_block(
-        self.params, forced, n_forced, last, pos, seeds, temps, tops
+        self.params, forced, n_forced, last, pos, seeds, temps, tops, active
     )
-    self._ring = (self._ring + k) % self.config.ring_len
     generated = 0
     for s in self.slots:
       if r := s.run:

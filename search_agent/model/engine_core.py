@@ -3,16 +3,19 @@
 MaxText's decode cache has, per batch row (a *slot*), a prefill region of
 `max_context` entries and an autoregressive (AR) ring of `ring_len` entries
 written at one global index that every decode step advances. A slot keeps
-its session's context in the prefill region (entries 0..L-1, segment id 1);
-a request on the slot feeds its new tokens and its generated tokens one per
-decode step into the ring (`decode_block`, K steps per device call, sampling
-on device); when the request ends, `commit` moves its ring entries after the
-context in the prefill region, so the next turn of the session feeds only
-its new tokens. Keys are stored after RoPE and attention in decode mode
-masks by segment id only, so where an entry sits does not change the result.
-A fresh long prompt is instead computed in MaxText's prefill mode (one
-batch-1 forward, padded to a power-of-two bucket) and installed into the
-slot (`install`).
+its session's context in the prefill region (entries 0..L-1, segment id 1).
+A request's new prompt tokens but the last are appended there by `extend`
+(one forward for several slots: MaxText's prefill-mode graph on the slots'
+gathered context rows, writing at a dynamic offset, see
+`extend_attention`); its last prompt token and its generated tokens go one
+per decode step into the ring (`decode_block`, K steps per device call,
+sampling on device, on the busy slots only, gathered into a power-of-two
+batch); when the request ends, `commit` moves its ring entries after the
+context in the prefill region. Keys are stored after RoPE and attention in
+decode mode masks by segment id only, so where an entry sits does not
+change the result. A fresh long prompt is instead computed in MaxText's
+prefill mode (one batch-1 forward, padded to a power-of-two bucket) and
+installed into the slot (`install`).
 
 Sampling reuses `sampling.sample` row by row: the token is drawn from
 softmax(logits / T) with top-p, its log-probability is under softmax(logits /
@@ -33,6 +36,7 @@ from maxtext.utils import maxtext_utils
 import numpy as np
 
 from search_agent.model import config as config_lib
+from search_agent.model import extend_attention
 from search_agent.model import maxtext_model
 from search_agent.model import mesh as mesh_lib
 from search_agent.model import sampler as sampler_lib
@@ -54,6 +58,23 @@ class BlockOut:
   routing_bkle: np.ndarray | None
 
 
+@dataclasses.dataclass(frozen=True)
+class ExtendOut:
+  """Outputs of one extend forward (host numpy arrays), per row.
+
+  Attributes:
+    logits_rv: Logits after each row's last new token.
+    routing: Experts each new token was routed to [n, layers, top_k] per
+      row, or Nones.
+    padded_tokens: Tokens computed, padding included (rows x width summed
+      over the forwards).
+  """
+
+  logits_rv: np.ndarray
+  routing: list
+  padded_tokens: int = 0
+
+
 class EngineCore:
   """The jitted cache operations for `slots` rows; no host scheduling."""
 
@@ -66,6 +87,8 @@ class EngineCore:
       max_context: int,
       ring_len: int,
       steps_per_call: int,
+      max_extend: int | None = None,
+      extend_budget: int = 2048,
       devices: list[jax.Device] | None = None,
   ):
     devices = devices or jax.devices()
@@ -75,18 +98,26 @@ class EngineCore:
           ' the prefill region it is committed into'
       )
     self.slots, self.max_context, self.ring_len = slots, max_context, ring_len
+    self.ring = 0  # the AR ring entry the next decode step writes (all rows)
     self.steps = steps_per_call
+    max_extend = max_extend or ring_len
     cfg = dataclasses.replace(cfg, max_target_length=max_context + ring_len)
     self.record_routing = cfg.supports_replay
-    self.mt_config = maxtext_model.maxtext_config(
-        cfg,
-        layout,
-        len(devices),
-        per_device_batch_size=slots / len(devices),
-        max_prefill_predict_length=max_context,
-        model_call_mode='inference',
-        return_routed_experts=self.record_routing,
-    )
+    self._n_devices = len(devices)
+
+    def mt_config(rows: int):
+      return maxtext_model.maxtext_config(
+          cfg,
+          layout,
+          len(devices),
+          per_device_batch_size=rows / len(devices),
+          max_prefill_predict_length=max_context,
+          model_call_mode='inference',
+          return_routed_experts=self.record_routing,
+      )
+
+    self._mt_config_for = mt_config
+    self.mt_config = mt_config(slots)
     self.mesh = maxtext_utils.get_mesh_from_config(self.mt_config, devices)
     self.rules = maxtext_model.MeshAndRules(
         self.mesh, self.mt_config.logical_axis_rules
@@ -99,11 +130,17 @@ class EngineCore:
     )
     self._axes = _cache_axes(self.mt_config)
     self.cache = self._decode_mode['cache']
+    # Decode graphs by row count (MaxText's decode cache sizes some updates
+    # by its configured batch); the rows come from self.cache.
+    self._decode_modes = {slots: self._decode_mode}
     self._prefill_jit = jax.jit(self._prefill)
     self._install_jit = jax.jit(self._install, donate_argnums=0)
     self._admit_jit = jax.jit(self._admit, donate_argnums=0)
     self._commit_jit = jax.jit(self._commit, donate_argnums=0)
     self._copy_jit = jax.jit(self._copy, donate_argnums=0)
+    self._extend_jit = jax.jit(self._extend, donate_argnums=1)
+    self.max_extend = min(_bucket(max_extend, 16), max_context)
+    self.extend_budget = extend_budget
     self._block_jit = jax.jit(self._block, donate_argnums=1)
 
   def abstract_params(self) -> Any:
@@ -162,35 +199,154 @@ class EngineCore:
           self.cache, *(jnp.int32(v) for v in (src, dst, keep))
       )
 
+  def extend(self, params, rows) -> 'ExtendOut':
+    """Appends tokens to several slots' contexts, batched in few forwards.
+
+    rows: (slot, offset, token_ids): the KV of token_ids goes to the slot's
+    context entries offset.., each token attending to entries 0..offset-1
+    and causally to the tokens before it, as if fed one per decode step.
+    A row is cut into pieces of at most `max_extend` tokens (piece r of
+    every row in round r); a round's rows are padded to a power-of-four
+    count and their tokens to a power-of-two width, and split into forwards
+    of at most `extend_budget` padded tokens (it bounds the attention
+    weights, [rows, heads, width, max_context]).
+    """
+    if len({s for s, _, _ in rows}) < len(rows):
+      raise ValueError('extend of one slot twice in one call')
+    piece = self.max_extend
+    logits = [None] * len(rows)
+    routes = [[] for _ in rows]
+    r = padded = 0
+    while True:
+      lo, hi = r * piece, (r + 1) * piece
+      todo = [(i, s, off + lo, t[lo:hi])
+              for i, (s, off, t) in enumerate(rows) if len(t) > lo]  # fmt: skip
+      if not todo:
+        break
+      width = self.extend_width(max(len(t) for *_, t in todo))
+      per = 1  # rows per forward: a power of four (a padding-free bucket)
+      while per * 4 * width <= self.extend_budget:
+        per *= 4
+      for k in range(0, len(todo), per):
+        group = todo[k : k + per]
+        lg, rt, size = self._extend_call(params, [g[1:] for g in group])
+        padded += size
+        for (i, *_), lv, rv in zip(group, lg, rt):
+          logits[i] = lv
+          routes[i].append(rv)
+      r += 1
+    if any(x is None for xs in routes for x in xs):
+      return ExtendOut(np.stack(logits), [None] * len(rows), padded)
+    return ExtendOut(
+        np.stack(logits), [np.concatenate(x) for x in routes], padded
+    )
+
+  def _extend_call(self, params, rows):
+    """One extend forward of rows (each at most max_extend tokens): last
+    logits, routing per row, tokens computed (padding included)."""
+    n = max(len(t) for _, _, t in rows)
+    e = min(_bucket(len(rows), 1, 4), self.slots)
+    width = self.extend_width(n)
+    used = {s for s, _, _ in rows}
+    pad = [i for i in range(self.slots) if i not in used][: e - len(rows)]
+    slots = np.asarray([s for s, _, _ in rows] + pad, np.int32)
+    offsets, lengths = np.zeros(e, np.int32), np.zeros(e, np.int32)
+    toks = np.zeros((e, width), np.int32)
+    for i, (_, off, t) in enumerate(rows):
+      offsets[i], lengths[i], toks[i, : len(t)] = off, len(t), t
+    with self.rules:
+      self.cache, logits, routing = self._extend_jit(
+          params, self.cache, *(jnp.asarray(a) for a in (slots, offsets,
+                                                         lengths, toks))
+      )  # fmt: skip
+    logits = np.asarray(logits)
+    if routing is None:
+      return logits, [None] * len(rows), e * width
+    routing = np.asarray(routing)
+    routes = [routing[i, : len(t)] for i, (_, _, t) in enumerate(rows)]
+    return logits, routes, e * width
+
   def decode_block(self, params, forced_bk, n_forced_b, last_b, pos_b, seeds_b,
-                   temps_b, top_ps_b) -> BlockOut:  # fmt: skip
-    """Runs `steps_per_call` decode steps on every slot.
+                   temps_b, top_ps_b, active=None) -> BlockOut:  # fmt: skip
+    """Runs `steps_per_call` decode steps on the `active` slots (all).
 
     Step s of slot b feeds forced_bk[b, s] while s < n_forced_b[b], else the
     token sampled at the previous step (last_b[b] at step 0), at position
-    pos_b[b] + s.
+    pos_b[b] + s. The active rows are gathered into a batch of the next
+    `rows_bucket` size (padded with idle slots), decoded and scattered back;
+    outputs of the other slots are zeros.
     """
+    per_slot = (forced_bk, n_forced_b, last_b, pos_b, seeds_b, temps_b,
+                top_ps_b)  # fmt: skip
+    rows = self._rows(active)
+    if rows is not None:
+      per_slot = tuple(np.asarray(a)[rows] for a in per_slot)
     args = [
         jnp.asarray(a, dt)
-        for a, dt in (
-            (forced_bk, jnp.int32),
-            (n_forced_b, jnp.int32),
-            (last_b, jnp.int32),
-            (pos_b, jnp.int32),
-            (seeds_b, jnp.uint32),
-            (temps_b, jnp.float32),
-            (top_ps_b, jnp.float32),
-        )
-    ]
+        for a, dt in zip(per_slot, (
+            jnp.int32, jnp.int32, jnp.int32, jnp.int32, jnp.uint32,
+            jnp.float32, jnp.float32))
+    ]  # fmt: skip
     with self.rules:
       toks, lps, routing, self.cache = self._block_jit(
-          params, self.cache, *args
+          params, self.cache, None if rows is None else jnp.asarray(rows),
+          *args,
+      )  # fmt: skip
+    self.ring = (self.ring + self.steps) % self.ring_len
+    toks, lps = np.asarray(toks), np.asarray(lps)
+    routing = None if routing is None else np.asarray(routing)
+    if rows is not None:
+      toks, lps, routing = (
+          None if x is None else _scatter_rows(x, rows, self.slots)
+          for x in (toks, lps, routing)
       )
-    return BlockOut(
-        np.asarray(toks),
-        np.asarray(lps),
-        None if routing is None else np.asarray(routing),
-    )
+    return BlockOut(toks, lps, routing)
+
+  def warmup(self, params, widths=None) -> None:
+    """Compiles every decode batch and the extends of `widths` (all).
+
+    Runs on the cache: call it before serving (the garbage it writes is
+    reset when a request takes a slot: install, admit or copy_context).
+    """
+    n = self.slots
+    z = np.zeros(n, np.int32)
+    sizes = sorted({self.rows_bucket(k) for k in range(1, n + 1)})
+    for b in sizes:
+      self.decode_block(params, np.zeros((n, self.steps), np.int32), z, z, z,
+                        z.astype(np.uint32), z.astype(np.float32),
+                        np.ones(n, np.float32), list(range(b)))  # fmt: skip
+    if widths is None:
+      widths = [w for w in (16 * 2**k for k in range(16))
+                if w <= self.max_extend]  # fmt: skip
+    rows = sorted({min(_bucket(k, 1, 4), n) for k in range(1, n + 1)})
+    for w in widths:
+      for e in rows:
+        self.extend(params, [(i, 0, [0] * w) for i in range(e)])
+
+  def extend_width(self, n: int) -> int:
+    """Padded token count of an extend of n tokens: 16 * 2**k."""
+    return min(_bucket(max(n, 1), 16), self.max_extend)
+
+  def rows_bucket(self, n: int) -> int:
+    """Rows a decode block of n active slots runs: devices * 2**k."""
+    return min(_bucket(max(n, 1), self._n_devices), self.slots)
+
+  def _rows(self, active) -> np.ndarray | None:
+    """Slots the block runs (None: all), creating its decode graph."""
+    if active is None:
+      return None
+    active = sorted(active)
+    b = self.rows_bucket(len(active))
+    if b == self.slots:
+      return None
+    if b not in self._decode_modes:
+      mode = sampler_lib.split_mode(
+          self._mt_config_for(b), self.mesh, 'autoregressive'
+      )
+      mode['cache'] = None  # its rows come from self.cache
+      self._decode_modes[b] = mode
+    idle = [i for i in range(self.slots) if i not in set(active)]
+    return np.asarray(active + idle[: b - len(active)], np.int32)
 
   # Jitted bodies.
 
@@ -206,6 +362,35 @@ class EngineCore:
         segments,
     )
     return cache, routing
+
+  def _extend(self, params, cache, slots, offsets, lengths, tokens):
+    flat, pflat = dict(_flat(cache)), dict(_flat(self._prefill_mode['cache']))
+    rows = {}
+    for path, x in pflat.items():
+      name, ax = _leaf(path, self._axes)
+      rows[path] = ax.take(flat[path], slots) if name in _CONTEXT else x
+    positions = offsets[:, None] + jnp.arange(tokens.shape[1])[None]
+    segments = (jnp.arange(tokens.shape[1])[None] < lengths[:, None]).astype(
+        jnp.int32
+    )
+    with extend_attention.extending(offsets, lengths):
+      logits, rows_out, routing = sampler_lib.run_mode(
+          self._prefill_mode,
+          params,
+          _unflat(self._prefill_mode['cache'], rows),
+          tokens,
+          positions,
+          segments,
+      )
+    rows_out = dict(_flat(rows_out))
+    out = {}
+    for path, x in flat.items():
+      name, ax = _leaf(path, self._axes)
+      out[path] = ax.put(x, slots, rows_out[path]) if name in _CONTEXT else x
+    last = jnp.take_along_axis(
+        logits, jnp.maximum(lengths - 1, 0)[:, None, None], axis=1
+    )[:, 0]
+    return _unflat(cache, out), last, routing
 
   def _install(self, cache, pcache, slot, length):
     def put(path, dst, src):
@@ -272,8 +457,36 @@ class EngineCore:
     cache = jax.tree_util.tree_map_with_path(put, cache)
     return self._admit(cache, dst, keep)
 
-  def _block(self, params, cache, forced, n_forced, last, pos0, seeds, temps,
-             top_ps):  # fmt: skip
+  def _block(self, params, cache, rows, forced, n_forced, last, pos0, seeds,
+             temps, top_ps):  # fmt: skip
+    if rows is None:
+      return self._steps(self._decode_mode, params, cache, forced, n_forced,
+                         last, pos0, seeds, temps, top_ps)  # fmt: skip
+    flat = dict(_flat(cache))
+    sub = {}
+    for path, x in flat.items():
+      axis = _batch_axis(path, self._axes)
+      sub[path] = x if axis is None else jnp.take(x, rows, axis=x.ndim + axis)
+    toks, lps, routing, sub = self._steps(
+        self._decode_modes[rows.shape[0]], params, _unflat(cache, sub),
+        forced, n_forced, last, pos0, seeds, temps, top_ps,
+    )  # fmt: skip
+    sub = dict(_flat(sub))
+    out = {}
+    for path, x in flat.items():
+      name = str(getattr(path[-1], 'key', path[-1]))
+      axis = _batch_axis(path, self._axes)
+      if name not in _RING:
+        out[path] = x  # the context entries: read only
+      elif axis is None:
+        out[path] = sub[path]  # the ring index, shared by every row
+      else:
+        at = (slice(None),) * (x.ndim + axis) + (rows,)
+        out[path] = x.at[at].set(sub[path])
+    return toks, lps, routing, _unflat(cache, out)
+
+  def _steps(self, mode, params, cache, forced, n_forced, last, pos0, seeds,
+             temps, top_ps):  # fmt: skip
     keys = jax.vmap(jax.random.PRNGKey)(seeds)
 
     def draw(key, logits_v, temp, top_p):
@@ -292,7 +505,7 @@ class EngineCore:
       tok_in = jnp.where(s < n_forced, forced[:, s], prev)
       pos = pos0 + s
       logits, cache, routing = sampler_lib.run_mode(
-          self._decode_mode,
+          mode,
           params,
           cache,
           tok_in[:, None],
@@ -334,11 +547,17 @@ def _draw_full(key, logits_v, temp):
   return tok.astype(jnp.int32), logp[tok]
 
 
-def _bucket(n: int) -> int:
-  """Padded prefill length: a power of two >= 128 (few compiles)."""
-  b = 128
+_RING = ('cached_ar_key', 'cached_ar_value', 'cache_ar_segment_id',
+         'cached_ar_lengths', 'cache_ar_index')  # fmt: skip
+_CONTEXT = ('cached_prefill_key', 'cached_prefill_value',
+            'cache_prefill_segment_id')  # fmt: skip
+
+
+def _bucket(n: int, lo: int = 128, base: int = 2) -> int:
+  """Padded length: lo * base**k >= n (few compiles; prefill: 2**k >= 128)."""
+  b = lo
   while b < n:
-    b *= 2
+    b *= base
   return b
 
 
@@ -362,11 +581,36 @@ class _Axes:
     r = jax.lax.dynamic_index_in_dim(x, slot, x.ndim + self.batch, False)
     return jnp.moveaxis(r, self._seq_in_row(x.ndim), 0)
 
+  def take(self, x, slots):
+    """Rows `slots` of x (batch axis kept)."""
+    return jnp.take(x, slots, axis=x.ndim + self.batch)
+
+  def put(self, x, slots, rows):
+    """x with rows `slots` replaced by `rows` (from `take`)."""
+    at = (slice(None),) * (x.ndim + self.batch) + (slots,)
+    return x.at[at].set(rows.astype(x.dtype))
+
   def set_row(self, x, slot, row):
     r = jnp.moveaxis(row, 0, self._seq_in_row(x.ndim))
     return jax.lax.dynamic_update_index_in_dim(
         x, r.astype(x.dtype), slot, x.ndim + self.batch
     )
+
+
+def _batch_axis(path, axes) -> int | None:
+  """The slot axis of a cache leaf (from the end), or None (shared)."""
+  name, ax = _leaf(path, axes)
+  if ax is not None:
+    return ax.batch
+  name = str(getattr(path[-1], 'key', path[-1]))
+  return -1 if name == 'cached_ar_lengths' else None
+
+
+def _scatter_rows(x, rows, slots):
+  """Per-row outputs [len(rows), ...] placed at their slots."""
+  out = np.zeros((slots,) + x.shape[1:], x.dtype)
+  out[rows] = x
+  return out
 
 
 def _span(row, lo, hi):

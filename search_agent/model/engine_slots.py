@@ -162,6 +162,11 @@ class Stats:
   generated_tokens: int = 0
   prefill_tokens: int = 0  # computed in prefill mode
   fed_prompt_tokens: int = 0  # prompt tokens fed through decode steps
+  extended_tokens: int = 0  # appended to a kept context by extend forwards
+  extends: int = 0  # extend forwards (each batches the requests of a round)
+  extend_padded_tokens: int = 0  # tokens the extends computed, padding too
+  extend_seconds: float = 0.0
+  prefill_seconds: float = 0.0  # prefill-mode forwards and installs
   reused_tokens: int = 0  # prompt tokens whose cached KV was kept
   copied_tokens: int = 0  # of those, copied from another session's slot
   recomputed_tokens: int = 0  # session KV recomputed after weight swaps

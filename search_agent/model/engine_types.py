@@ -54,11 +54,12 @@ class EngineConfig:
     max_context: Longest prompt (tokens), also the most context a session
       keeps between turns.
     max_new_tokens: Most tokens one request may generate.
-    max_chunk: Most new prompt tokens fed through decode steps on top of a
-      cached context; a longer new chunk (or a fresh prompt of at least
-      prefill_min_tokens) is computed in MaxText's prefill mode instead.
+    max_chunk: Most new prompt tokens appended to a cached context in one
+      extend forward (`engine_core.EngineCore.extend`; it bounds the
+      extend's compiled lengths); a longer new chunk re-prefills the whole
+      context in MaxText's prefill mode.
     prefill_min_tokens: A fresh prompt this long or longer is prefilled in
-      one forward; shorter ones are fed through decode steps.
+      one prefill-mode forward; a shorter one goes through an extend.
     steps_per_call: Decode steps per device call (requests join and leave
       between calls).
     max_queue: Requests waiting for a slot before new ones get 429.
@@ -76,6 +77,11 @@ class EngineConfig:
   max_queue: int = 256
   retry_after_s: float = 1.0
   prefills_per_step: int = 2
+
+  @property
+  def max_extend(self) -> int:
+    """Most tokens of one extend row."""
+    return max(self.max_chunk, self.prefill_min_tokens)
 
   @property
   def ring_len(self) -> int:

@@ -80,7 +80,7 @@ def _measure(llm, prompts, vocab, before=None, after=None) -> dict:
         prompt_tokens_sent=prompts.prompt_tokens,
     )
     for k in a:
-      row[k] = a[k] - b[k]
+      row[k] = round(a[k] - b[k], 2)
     out[c] = row
   return out
 
@@ -94,8 +94,16 @@ def _server(cfg, layout, params, tok, max_ctx) -> tuple[dict, object]:
   core = engine_core.EngineCore(
       cfg, layout, slots=ecfg.slots, max_context=max_ctx,
       ring_len=ecfg.ring_len, steps_per_call=ecfg.steps_per_call,
-      devices=jax.devices()[:1],
+      max_extend=ecfg.max_extend, devices=jax.devices()[:1],
   )  # fmt: skip
+  # Compile every decode batch and the extends of one observation (plus
+  # the last generated token), as a server does before it takes traffic.
+  t0 = time.monotonic()
+  obs = range(int(_OBS.value[0]) + 1, int(_OBS.value[1]) + 2)
+  core.warmup(
+      core.place_params(params), sorted(set(map(core.extend_width, obs)))
+  )
+  compile_s = time.monotonic() - t0
   engine = engine_lib.Engine(core, ecfg, vocab_size=cfg.vocab_size)
   engine.start(params, 0)
   served = build.Served(engine, chat_prompts.RendererPrompts(tok), 'tiny')
@@ -112,12 +120,23 @@ def _server(cfg, layout, params, tok, max_ctx) -> tuple[dict, object]:
   def counters():
     m = httpx.get(url + '/metrics').json()
     return {
-        'prefill_tokens_computed': m['prefill_tokens'] + m['fed_prompt_tokens'],
+        'prefill_tokens_computed': (
+            m['prefill_tokens'] + m['extended_tokens'] + m['fed_prompt_tokens']
+        ),
         'reused_tokens': m['reused_tokens'],
+        'extended_tokens': m['extended_tokens'],
+        'extend_padded_tokens': m['extend_padded_tokens'],
+        'extend_calls': m['extends'],
+        'decode_blocks': m['blocks'],
+        'decode_block_s': m['block_seconds'],
+        'extend_s': m['extend_seconds'],
+        'prefill_s': m['prefill_seconds'],
     }
 
   try:
-    return _measure(llm, prompts, cfg.vocab_size, counters, counters), srv
+    out = _measure(llm, prompts, cfg.vocab_size, counters, counters)
+    out['warmup_compile_s'] = round(compile_s, 1)
+    return out, srv
   finally:
     srv.should_exit = True
     engine.close()

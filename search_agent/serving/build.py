@@ -70,6 +70,7 @@ def build(c: Mapping[str, Any]) -> Served:
       max_context=ecfg.max_context,
       ring_len=ecfg.ring_len,
       steps_per_call=ecfg.steps_per_call,
+      max_extend=ecfg.max_extend,
       devices=devices,
   )
   version = 0

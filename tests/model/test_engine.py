@@ -31,7 +31,8 @@ def engine(tiny_cfg, model1):
   core = engine_core.EngineCore(
       tiny_cfg, families.layout_preset('fsdp'), slots=CONFIG.slots,
       max_context=CONFIG.max_context, ring_len=CONFIG.ring_len,
-      steps_per_call=CONFIG.steps_per_call, devices=jax.devices()[:1],
+      steps_per_call=CONFIG.steps_per_call, max_extend=CONFIG.max_extend,
+      devices=jax.devices()[:1],
   )  # fmt: skip
   e = engine_lib.Engine(core, CONFIG, vocab_size=tiny_cfg.vocab_size)
   e.start(model1.params, version=7)
@@ -99,7 +100,7 @@ def test_sampled_logprobs_are_the_sampling_distribution(engine, model1):
   np.testing.assert_allclose(lp[len(prompt) - 1 :], got.logprobs, atol=1e-4)
 
 
-def test_session_turn_prefills_only_new_tokens(engine):
+def test_session_turn_prefills_only_new_tokens(engine, model1):
   LONG2 = list(range(300, 340))  # pylint: disable=invalid-name
   first = engine.generate(_greedy(LONG2, 8, session_id='s1'))
   turn2 = LONG2 + list(first.token_ids) + [900, 901, 902]
@@ -109,7 +110,15 @@ def test_session_turn_prefills_only_new_tokens(engine):
   # The cached context is every token fed in turn 1.
   assert second.cached_tokens == len(LONG2) + len(first.token_ids) - 1
   assert after['prefill_tokens'] == before['prefill_tokens']
-  assert after['fed_prompt_tokens'] - before['fed_prompt_tokens'] == 4
+  # 4 new tokens: 3 in one extend forward, the last in the first decode step.
+  assert after['extended_tokens'] - before['extended_tokens'] == 3
+  assert after['extends'] - before['extends'] == 1
+  assert after['fed_prompt_tokens'] - before['fed_prompt_tokens'] == 1
+  # The routing of the whole sequence, the extended tokens included.
+  _, argmax, out = _full_forward(model1, turn2 + list(second.token_ids))
+  assert tuple(argmax[len(turn2) - 1 :].tolist()) == second.token_ids
+  assert second.routed_from == 0
+  np.testing.assert_array_equal(second.routed_experts, out.routing_bsle[0])
   # A diverging turn reuses only the common prefix.
   branch = engine.generate(_greedy(LONG2[:30] + [7, 7], 8, session_id='s2'))
   assert branch.cached_tokens == 30  # copied from session s1's slot
@@ -207,3 +216,54 @@ def test_group_shares_its_prompt_prefill(engine):
   )  # fmt: skip
   by_id = {r.request_id: r for r in box}
   assert by_id['g2'].token_ids == alone.token_ids
+
+
+def test_extend_equals_feeding_tokens_one_by_one(tiny_cfg, model1):
+  """Extend forwards leave the cache, logits and routing that feeding the
+  same tokens one per decode step (then committing them) leaves."""
+  core = engine_core.EngineCore(
+      tiny_cfg, families.layout_preset('fsdp'), slots=3, max_context=64,
+      ring_len=24, steps_per_call=8, max_extend=16, extend_budget=16,
+      devices=jax.devices()[:1],
+  )  # fmt: skip
+  params, ctx, new = model1.params, list(range(40, 70)), list(range(5, 25))
+  for slot in range(3):
+    core.prefill(params, ctx)
+    core.install(slot, len(ctx))
+  # Slots 0 and 1 at a dynamic offset; 20 tokens = pieces of 16 and 4, one
+  # row per forward (extend_budget), slot 1 shorter.
+  out = core.extend(params, [(0, len(ctx), new), (1, len(ctx), new[:3])])
+  # Slot 2: the tokens fed one per decode step, then moved into its context.
+  n, z, ring0 = len(new), np.zeros(3, np.int32), core.ring
+  blocks = []
+  for k in range(3):
+    forced = np.zeros((3, 8), np.int32)
+    chunk = new[8 * k : 8 * k + 8]
+    forced[2, : len(chunk)] = chunk
+    blocks.append(core.decode_block(
+        params, forced, np.asarray([0, 0, len(chunk)], np.int32), z,
+        np.asarray([0, 0, len(ctx) + 8 * k], np.int32), z.astype(np.uint32),
+        np.zeros(3, np.float32), np.ones(3, np.float32),
+    ))  # fmt: skip
+  core.commit(2, ring0, n, len(ctx))
+  fed_routes = np.concatenate([b.routing_bkle[2] for b in blocks])[:n]
+  # Greedy decode step after the last token: its argmax and log-probability.
+  logp = np.asarray(jax.nn.log_softmax(out.logits_rv[0]))
+  assert int(np.argmax(logp)) == blocks[2].tokens_bk[2, 3]
+  np.testing.assert_allclose(logp.max(), blocks[2].logprobs_bk[2, 3],
+                             atol=1e-5)  # fmt: skip
+  np.testing.assert_array_equal(out.routing[0], fed_routes)
+  np.testing.assert_array_equal(out.routing[1], fed_routes[:3])
+  end = len(ctx) + n
+  for path, x in engine_core._flat(core.cache):  # pylint: disable=protected-access
+    name, ax = engine_core._leaf(path, core._axes)  # pylint: disable=protected-access
+    if name not in ('cached_prefill_key', 'cached_prefill_value',
+                    'cache_prefill_segment_id'):  # fmt: skip
+      continue
+    rows = [np.asarray(ax.row(x, i)) for i in range(3)]
+    np.testing.assert_allclose(rows[0][:end], rows[2][:end], atol=1e-5)
+    short = len(ctx) + 3
+    np.testing.assert_allclose(rows[1][:short], rows[2][:short], atol=1e-5)
+    if name == 'cache_prefill_segment_id':
+      assert (rows[0][:end] == 1).all() and (rows[0][end:] == 0).all()
+      assert (rows[1][short:] == 0).all()
