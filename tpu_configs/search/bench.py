@@ -53,6 +53,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # (e.g. `pip install pyserini pyjnius` in its own venv), `jar` the
   # Anserini fatjar Pyserini ships (pyserini/resources/jars/), `java_home`
   # a JDK 21+ (this machine: /usr/lib/jvm/temurin-25-jdk-amd64). '' = skip.
+  # The embedded Lucene backend (search/lucene_backend.py) built from the
+  # same documents and measured in the same run (doc view, fused, fused +
+  # snippets at each concurrency); needs `bash launch/lucene_views.sh build`.
+  c.lucene_backend = False
   c.lucene = ml_collections.ConfigDict(
       dict(python='', jar='', java_home='/usr/lib/jvm/temurin-25-jdk-amd64')
   )
