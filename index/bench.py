@@ -118,6 +118,10 @@ def _latency(engine, previous, lucene, queries, c) -> list[dict]:
   }  # fmt: skip
   if lucene is not None:
     lb = lucene.backend
+    # The JVM compiles its hot paths over the first few thousand queries:
+    # warm them before any timing (tantivy needs no such warm-up).
+    for q in itertools.islice(itertools.cycle(queries), c.lucene_jit_warmup):
+      lucene.search([q], k)
     calls.update({
         'lucene backend: doc view':
             lambda q: lb.rank_view(lucene.parse(q), 'doc', k),

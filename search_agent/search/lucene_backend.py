@@ -157,15 +157,17 @@ class LuceneBackend:
     wanted = list(dict.fromkeys(doc_ids))
     if not wanted:
       return []
-    flat = str(self._call(self._views.documents, self._strings(wanted)))
-    head, _, body = flat.partition('\n')
+    flat = bytes(
+        memoryview(self._call(self._views.documents, self._strings(wanted)))
+    )
+    head, _, body = flat.partition(b'\n')
     numbers = iter(map(int, head.split()))
     found, at = {}, 0
     for n in numbers:
       fields = []
       for _ in range(n):
         size = next(numbers)
-        fields.append(body[at : at + size])
+        fields.append(body[at : at + size].decode('utf-8'))
         at += size
       if fields:
         doc_id, title, url, text, *links = fields

@@ -1,11 +1,13 @@
 """On-disk layout of the Lucene views, and the writer that fills it.
 
 `<dir>/doc/` is one Lucene index with a row per document (the doc view
-searches `text`, the title view `title`; doc_id, url, links, title and text
-stored), `<dir>/passage/` one with a row per passage window (text not
-stored); both carry `doc_ord`, the document's 0-based position in the build,
-as a doc value; `<dir>/doc_ids.txt` maps ordinals back to doc_ids and
-`<dir>/lucene_config.json` holds the `IndexBuildConfig`. The analysis is
+searches `text`, the title view `title`, `doc_id` finds a row), `<dir>/passage/`
+one with a row per passage window; both carry `doc_ord`, the document's
+0-based position in the build, as a doc value, and nothing stored.
+`<dir>/store/` holds the documents uncompressed by ordinal (`DocStore.java`:
+ten documents are ten reads of a mapped file, where Lucene's stored fields
+decompress a block per document), `<dir>/doc_ids.txt` maps ordinals back to
+doc_ids and `<dir>/lucene_config.json` holds the `IndexBuildConfig`. The analysis is
 `analysis.py`'s, in Lucene (`index/lucene_views/.../EnglishAnalysis.java`).
 Documents cross the bridge in batches; each index is merged to one segment
 at the end.

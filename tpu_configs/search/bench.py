@@ -57,6 +57,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # same documents and measured in the same run (doc view, fused, fused +
   # snippets at each concurrency); needs `bash launch/lucene_views.sh build`.
   c.lucene_backend = False
+  # Searches the Lucene backend runs untimed first, for the JIT (its CPU per
+  # query settles after ~5,000 at 100k documents).
+  c.lucene_jit_warmup = 6000
   c.lucene = ml_collections.ConfigDict(
       dict(python='', jar='', java_home='/usr/lib/jvm/temurin-25-jdk-amd64')
   )
@@ -67,4 +70,5 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.warmup = 5
     c.concurrency = (1, 4)
     c.heap_mb = 64
+    c.lucene_jit_warmup = 100
   return c

@@ -17,13 +17,10 @@ import org.apache.lucene.analysis.Analyzer;
 import org.apache.lucene.analysis.TokenStream;
 import org.apache.lucene.analysis.tokenattributes.CharTermAttribute;
 import org.apache.lucene.analysis.tokenattributes.PositionIncrementAttribute;
-import org.apache.lucene.document.Document;
 import org.apache.lucene.index.DirectoryReader;
-import org.apache.lucene.index.IndexableField;
 import org.apache.lucene.index.LeafReaderContext;
 import org.apache.lucene.index.NumericDocValues;
 import org.apache.lucene.index.PostingsEnum;
-import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.index.Term;
 import org.apache.lucene.search.BooleanClause;
 import org.apache.lucene.search.BooleanQuery;
@@ -55,9 +52,7 @@ public final class Views implements AutoCloseable {
   static final String PASSAGE_DIR = "passage";
   static final String ORD = "doc_ord";
   static final String DOC_ID = "doc_id";
-  static final String URL = "url";
   static final String SITE = "site";
-  static final String LINKS = "links";
   static final String TITLE = "title";
   static final String TEXT = "text";
   /** Passage hits fetched per wanted parent, grown 4x while parents are missing. */
@@ -70,6 +65,7 @@ public final class Views implements AutoCloseable {
   private final int[] docOrd;
   private final int[] passageOrd;
   private final String[] docIds;
+  private final DocStore store;
   private final Analyzer analyzer;
   private final ExecutorService viewPool;
   private final int cores = Math.max(2, Runtime.getRuntime().availableProcessors());
@@ -111,6 +107,10 @@ public final class Views implements AutoCloseable {
       throw new IllegalStateException(
           dir + ": " + docIds.length + " doc_ids but " + docReader.numDocs()
               + " indexed documents; rebuild it");
+    }
+    store = new DocStore(root);
+    if (store.size() != docIds.length) {
+      throw new IllegalStateException(dir + ": the document store does not match; rebuild it");
     }
     analyzer = EnglishAnalysis.analyzer(stem, removeStopwords);
     viewPool = parallelViews ? Executors.newFixedThreadPool(cores, r -> {
@@ -346,43 +346,27 @@ public final class Views implements AutoCloseable {
   }
 
   /**
-   * Stored documents by doc_id, as one string (one bridge crossing): a header line of
-   * space-separated numbers, then the fields back to back. Per id the header has the number of
-   * fields (0: unknown; else 4 + links: doc_id, title, url, text, each link), then each field's
-   * length in code points.
+   * Stored documents by doc_id, as one UTF-8 byte array (one bridge crossing, no string
+   * conversion): an ASCII header line of space-separated numbers, then the fields back to back.
+   * Per id the header has the number of fields (0: unknown; else 4 + links: doc_id, title, url,
+   * text, each link), then each field's length in bytes.
    */
-  public String documents(String[] ids) throws IOException {
+  public byte[] documents(String[] ids) throws IOException {
     StringBuilder head = new StringBuilder();
-    StringBuilder body = new StringBuilder();
-    StoredFields stored = docReader.storedFields();
+    java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 15);
     for (String id : ids) {
       int found = lookup(id);
       if (found < 0) {
         head.append("0 ");
-        continue;
-      }
-      Document doc = stored.document(found);
-      IndexableField[] links = doc.getFields(LINKS);
-      List<String> fields = new ArrayList<>(4 + links.length);
-      fields.add(doc.get(DOC_ID));
-      fields.add(value(doc, TITLE));
-      fields.add(value(doc, URL));
-      fields.add(value(doc, TEXT));
-      for (IndexableField l : links) {
-        fields.add(l.stringValue());
-      }
-      head.append(fields.size()).append(' ');
-      for (String f : fields) {
-        head.append(f.codePointCount(0, f.length())).append(' ');
-        body.append(f);
+      } else {
+        store.appendFields(docOrd[found], head, body);
       }
     }
-    return head.append('\n').append(body).toString();
-  }
-
-  private static String value(Document doc, String field) {
-    String v = doc.get(field);
-    return v == null ? "" : v;
+    byte[] h = head.append('\n').toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    byte[] out = new byte[h.length + body.size()];
+    System.arraycopy(h, 0, out, 0, h.length);
+    System.arraycopy(body.toByteArray(), 0, out, h.length, body.size());
+    return out;
   }
 
   private int lookup(String id) throws IOException {
@@ -415,5 +399,6 @@ public final class Views implements AutoCloseable {
     }
     docReader.close();
     passageReader.close();
+    store.close();
   }
 }

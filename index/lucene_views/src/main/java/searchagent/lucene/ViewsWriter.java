@@ -8,7 +8,6 @@ import java.util.concurrent.Future;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.Field;
 import org.apache.lucene.document.NumericDocValuesField;
-import org.apache.lucene.document.StoredField;
 import org.apache.lucene.document.StringField;
 import org.apache.lucene.document.TextField;
 import org.apache.lucene.index.IndexWriter;
@@ -25,6 +24,7 @@ import org.apache.lucene.store.FSDirectory;
 public final class ViewsWriter implements AutoCloseable {
   private final IndexWriter docWriter;
   private final IndexWriter passageWriter;
+  private final DocStore.Writer store;
   private final int window;
   private final int stride;
   // Daemon threads: a writer left open never holds the JVM (and Python) at exit.
@@ -56,6 +56,7 @@ public final class ViewsWriter implements AutoCloseable {
     this.stride = stride;
     docWriter = open(Path.of(dir, Views.DOC_DIR), stem, removeStopwords, ramBufferMb);
     passageWriter = open(Path.of(dir, Views.PASSAGE_DIR), stem, removeStopwords, ramBufferMb);
+    store = new DocStore.Writer(Path.of(dir));
   }
 
   private static IndexWriter open(Path path, boolean stem, boolean stop, double ramMb)
@@ -100,15 +101,20 @@ public final class ViewsWriter implements AutoCloseable {
       for (int i = 0; i < n; i++) {
         Document doc = new Document();
         doc.add(new NumericDocValuesField(Views.ORD, first + i));
-        doc.add(new StringField(Views.DOC_ID, ids[i], Field.Store.YES));
-        doc.add(new StoredField(Views.URL, urls[i]));
+        doc.add(new StringField(Views.DOC_ID, ids[i], Field.Store.NO));
         addSites(doc, sites[i]);
-        for (int j = 0; j < linkCounts[i]; j++) {
-          doc.add(new StoredField(Views.LINKS, links[link++]));
-        }
-        doc.add(new TextField(Views.TITLE, titles[i], Field.Store.YES));
-        doc.add(new TextField(Views.TEXT, texts[i], Field.Store.YES));
+        doc.add(new TextField(Views.TITLE, titles[i], Field.Store.NO));
+        doc.add(new TextField(Views.TEXT, texts[i], Field.Store.NO));
         docWriter.addDocument(doc);
+        String[] fields = new String[4 + linkCounts[i]];
+        fields[0] = ids[i];
+        fields[1] = titles[i];
+        fields[2] = urls[i];
+        fields[3] = texts[i];
+        for (int j = 0; j < linkCounts[i]; j++) {
+          fields[4 + j] = links[link++];
+        }
+        store.add(fields);
       }
       return null;
     });
@@ -186,6 +192,7 @@ public final class ViewsWriter implements AutoCloseable {
   /** Commits, merges each index to one segment, and closes. */
   @Override
   public void close() throws Exception {
+    store.close();
     Future<?> d = pool.submit(() -> {
       docWriter.forceMerge(1);
       docWriter.close();
@@ -207,6 +214,7 @@ public final class ViewsWriter implements AutoCloseable {
   /** Closes without merging (after a failed build). */
   public void abort() throws IOException {
     pool.shutdownNow();
+    store.close();
     docWriter.rollback();
     passageWriter.rollback();
   }
