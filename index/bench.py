@@ -8,7 +8,10 @@ top-k latency p50/p99 and QPS at each concurrency for raw tantivy (the doc
 view's term query, no doc_id mapping), the doc view alone, the fused three
 views, the full pipeline with snippets, and the same pipeline with the views
 searched one after another (the previous implementation), with the ratios
-between them measured in the same run. A corpus
+between them measured in the same run. With `lucene_backend` the embedded
+Lucene backend (`search/lucene_backend.py`) is built from the same documents
+and measured beside them: its doc view alone, its fused three views (views
+and RRF in Java, one bridge call) and its full pipeline with snippets. A corpus
 already built in DIR (DIR/<corpus>-build.json) is reused, so
 `--config.stages=build` then a second run measures on the same index.
 """
@@ -29,8 +32,10 @@ import tantivy
 from search_agent.corpus import synthetic
 from search_agent.corpus import twowiki
 from search_agent.search import benchmark
+from search_agent.search import lucene_index
 from search_agent.search import tantivy_index
 from search_agent.search.backend import IndexBuildConfig
+from search_agent.search.lucene_backend import lucene_engine
 from search_agent.search.service import engine_config
 from search_agent.search.tantivy_backend import tantivy_engine
 
@@ -65,6 +70,21 @@ def _build(docs, index_dir, config, heap_mb) -> dict:
   }
 
 
+def _build_lucene(docs, index_dir, config, heap_mb) -> dict:
+  """The Lucene views in one pass (JVM start, batches, final merge)."""
+  clocks = benchmark.start_clocks()
+  with lucene_index.LuceneIndexWriter(index_dir, config, heap_mb) as w:
+    for i, doc in enumerate(docs, start=1):
+      w.add(doc)
+      if i % 100_000 == 0:
+        logging.info('%d docs in %.0f s', i, time.perf_counter() - clocks[0])
+  return {
+      'counts': w.counts,
+      **benchmark.rate_figures(w.counts['doc'], clocks),
+      'index_mb': benchmark.dir_mb(index_dir),
+  }
+
+
 def _raw_tantivy(backend, k):
   """Top-k of the doc view's term query, straight through tantivy-py."""
   # pylint: disable-next=protected-access
@@ -87,7 +107,7 @@ def _raw_tantivy(backend, k):
   return call
 
 
-def _latency(engine, previous, queries, c) -> list[dict]:
+def _latency(engine, previous, lucene, queries, c) -> list[dict]:
   backend, k = engine.backend, c.k
   calls = {
       'raw tantivy': _raw_tantivy(backend, k),
@@ -96,6 +116,20 @@ def _latency(engine, previous, queries, c) -> list[dict]:
       '3 views + RRF + snippets': lambda q: engine.search([q], k),
       'previous: 3 views + RRF + snippets': lambda q: previous.search([q], k),
   }  # fmt: skip
+  if lucene is not None:
+    lb = lucene.backend
+    # The JVM compiles its hot paths over the first few thousand queries:
+    # warm them before any timing (tantivy needs no such warm-up).
+    for q in itertools.islice(itertools.cycle(queries), c.lucene_jit_warmup):
+      lucene.search([q], k)
+    calls.update({
+        'lucene backend: doc view':
+            lambda q: lb.rank_view(lucene.parse(q), 'doc', k),
+        'lucene backend: 3 views + RRF':
+            lambda q: lucene.fused_rankings([lucene.parse(q)], k),
+        'lucene backend: 3 views + RRF + snippets':
+            lambda q: lucene.search([q], k),
+    })  # fmt: skip
   return [
       benchmark.measure_latency(name, call, queries, n, c.warmup).__dict__
       for n in c.concurrency
@@ -121,6 +155,19 @@ def _build_stage(name, c, workdir, vocab) -> dict:
       for v in c.single_views
   ]  # fmt: skip
   out['rss_mb_after_build'] = benchmark.rss_mb()
+  saved.write_text(json.dumps(out, indent=1) + '\n')
+  return out
+
+
+def _lucene_build_stage(name, c, workdir, vocab) -> dict:
+  """Builds (or reloads the figures of) one corpus's Lucene views."""
+  saved = workdir / f'{name}-lucene-views-build.json'
+  if saved.exists():
+    return json.loads(saved.read_text())
+  out = _build_lucene(
+      _corpus(name, c, vocab)(), workdir / f'{name}-lucene-views',
+      IndexBuildConfig(**c.index), c.heap_mb,
+  )  # fmt: skip
   saved.write_text(json.dumps(out, indent=1) + '\n')
   return out
 
@@ -167,6 +214,8 @@ def _lucene(name, c, workdir, vocab, queries) -> dict:
 
 def run_corpus(name, c, workdir, vocab) -> dict:
   out = {'corpus': name, **_build_stage(name, c, workdir, vocab)}
+  if c.lucene_backend:
+    out['build_lucene_backend'] = _lucene_build_stage(name, c, workdir, vocab)
   if 'latency' in c.stages:
     engine = tantivy_engine(
         workdir / name, engine_config(c), threads=c.backend_threads
@@ -174,12 +223,20 @@ def run_corpus(name, c, workdir, vocab) -> dict:
     previous = tantivy_engine(
         workdir / name, threads=c.backend_threads, parallel_views=False
     )
+    lucene = (
+        lucene_engine(
+            workdir / f'{name}-lucene-views', engine_config(c),
+            threads=c.backend_threads,
+        )
+        if c.lucene_backend
+        else None
+    )  # fmt: skip
     out['rss_mb_engine_open'] = benchmark.rss_mb()
     out['anon_rss_mb_engine_open'] = benchmark.anon_rss_mb()
     queries = synthetic.sample_queries(
         c.queries + c.warmup, c.query_seed, vocab
     )
-    out['latency'] = _latency(engine, previous, queries, c)
+    out['latency'] = _latency(engine, previous, lucene, queries, c)
     if c.lucene.python and name == 'synthetic':
       out['lucene'] = _lucene(name, c, workdir, vocab, queries)
       out['latency'].append(out['lucene']['latency'])
@@ -188,6 +245,8 @@ def run_corpus(name, c, workdir, vocab) -> dict:
     out['anon_rss_mb_end'] = benchmark.anon_rss_mb()
     engine.close()
     previous.close()
+    if lucene is not None:
+      lucene.close()
   print(json.dumps(out, indent=1), flush=True)
   return out
 

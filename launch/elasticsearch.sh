@@ -39,31 +39,8 @@ es_flags="--add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   -Dlog4j.shutdownHookEnabled=false -Dlog4j2.disable.jmx=true
   -Djava.locale.providers=CLDR"
 
-java_major() {
-  # Prints the feature version of the `java` binary $1 (e.g. 25), or fails.
-  [ -x "$1" ] || return 1
-  "$1" -XshowSettings:properties -version 2>&1 |
-    awk -F'= ' '/java.specification.version/ {print $2; exit}' | grep -E '^[0-9]+$'
-}
-
-find_java() {
-  # Sets JAVA_HOME to a Java 21+: the caller's, then temurin-25, then any.
-  local v cand
-  if [ -n "${JAVA_HOME:-}" ] && v=$(java_major "$JAVA_HOME/bin/java") && [ "$v" -ge 21 ]; then
-    return 0
-  fi
-  for cand in /usr/lib/jvm/temurin-25-jdk-amd64 $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
-    cand=${cand%/}
-    if v=$(java_major "$cand/bin/java") && [ "$v" -ge 21 ]; then
-      export JAVA_HOME=$cand
-      return 0
-    fi
-  done
-  die "Elasticsearch 9 needs Java 21+: JAVA_HOME (${JAVA_HOME:-unset}) is not, and none" \
-    "was found under /usr/lib/jvm; install one (e.g. temurin-25-jdk) or set JAVA_HOME"
-}
-
 name=elasticsearch
+needs_java='Elasticsearch 9'
 marker=$main
 download='~40'
 # shellcheck source=launch/jvm_node.sh

@@ -1,12 +1,39 @@
-# Shared by launch/opensearch.sh and launch/elasticsearch.sh: messages, the
-# launcher jar's Maven build, finding our node's pid, waiting for its health,
-# stopping and reporting it. The caller sets name, marker (a string in the
-# node JVM's command line), download (the first build's size, for the
-# message), src, jar, pidfile, log, url and timeout before it sources this
-# file.
+# Shared by launch/opensearch.sh, launch/elasticsearch.sh and
+# launch/lucene_views.sh: messages, finding a Java 21+, the jar's Maven
+# build, finding our node's pid, waiting for its health, stopping and
+# reporting it. The caller sets name, marker (a string in the node JVM's
+# command line), download (the first build's size, for the message), src,
+# jar, pidfile, log, url and timeout before it sources this file (and
+# needs_java, for find_java; a jar without a node needs only name, download,
+# src and jar).
 
 say() { echo "$name: $*"; }
 die() { echo "$name: error: $*" >&2; exit 1; }
+
+java_major() {
+  # Prints the feature version of the `java` binary $1 (e.g. 25), or fails.
+  [ -x "$1" ] || return 1
+  "$1" -XshowSettings:properties -version 2>&1 |
+    awk -F'= ' '/java.specification.version/ {print $2; exit}' | grep -E '^[0-9]+$'
+}
+
+find_java() {
+  # Sets JAVA_HOME to a Java 21+ (for $needs_java): the caller's, then
+  # temurin-25, then any.
+  local v cand
+  if [ -n "${JAVA_HOME:-}" ] && v=$(java_major "$JAVA_HOME/bin/java") && [ "$v" -ge 21 ]; then
+    return 0
+  fi
+  for cand in /usr/lib/jvm/temurin-25-jdk-amd64 $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
+    cand=${cand%/}
+    if v=$(java_major "$cand/bin/java") && [ "$v" -ge 21 ]; then
+      export JAVA_HOME=$cand
+      return 0
+    fi
+  done
+  die "$needs_java needs Java 21+: JAVA_HOME (${JAVA_HOME:-unset}) is not, and none" \
+    "was found under /usr/lib/jvm; install one (e.g. temurin-25-jdk) or set JAVA_HOME"
+}
 
 need() {
   command -v "$1" >/dev/null 2>&1 || die "'$1' not found; $2"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Sets up (once), starts the test OpenSearch and Elasticsearch nodes, checks
-# formatting, runs every test (slow, opensearch, elasticsearch and maxtext
-# markers included).
+# Sets up (once), builds the Lucene backend's jar, starts the test OpenSearch
+# and Elasticsearch nodes, checks formatting, runs every test (slow,
+# opensearch, elasticsearch and maxtext markers included).
 # Extra arguments go to pytest, e.g. `bash launch/run_tests.sh tests/search`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash launch/setup.sh
+# The embedded Lucene backend's jar (its tests fail without it).
+bash launch/lucene_views.sh build
 stop_nodes() {
   bash launch/opensearch.sh stop || true
   bash launch/elasticsearch.sh stop || true

@@ -10,7 +10,7 @@ snippets and the leakage guard live above the backend (`engine.py`).
 """
 
 import dataclasses
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, runtime_checkable, Sequence
 
 from search_agent.corpus.record import Document
 from search_agent.search.parser import ParsedQuery
@@ -90,4 +90,24 @@ class SearchBackend(Protocol):
 
   def close(self) -> None:
     """Releases files, threads and connections."""
+    ...
+
+
+@runtime_checkable
+class FusingBackend(Protocol):
+  """A backend that also fuses the views itself (one call per query).
+
+  `SearchEngine` uses it instead of `view_rankings` + `fusion.weighted_rrf`;
+  the result must be what those would give.
+  """
+
+  def fused_rankings(
+      self,
+      queries: Sequence[ParsedQuery],
+      depths: Mapping[str, int],
+      weights: Mapping[str, float],
+      rrf_k: float,
+  ) -> list[list[tuple[str, float]]]:
+    """Per query, every fused `(doc_id, score)`, best first (unguarded):
+    each view searched to `depths[view]`, weighted RRF with `rrf_k`."""
     ...

@@ -1,4 +1,4 @@
-"""Builds the search views a build config names (tantivy or OpenSearch).
+"""Builds the search views a build config names (tantivy, Lucene, OpenSearch).
 
 The library behind `python -m index.build`; tests and other binaries call it
 without defining the binary's flags.
@@ -11,16 +11,17 @@ from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import es_backend
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.es_build import build_es_from_spec
+from search_agent.search.lucene_index import build_lucene_index
 from search_agent.search.tantivy_build import build_tantivy_index
 
-BACKENDS = ('tantivy', 'opensearch')
+BACKENDS = ('tantivy', 'lucene', 'opensearch')
 
 
 def build_index(c, index_dir: pathlib.Path) -> BuildManifest:
   """Builds the views `c.backend` names from `c.corpus` into `index_dir`.
 
   Raises:
-    ValueError: for a backend other than 'tantivy' and 'opensearch'.
+    ValueError: for a backend not in `BACKENDS`.
   """
   spec, views = CorpusSpec(**c.corpus), IndexBuildConfig(**c.index)
   if c.backend == 'tantivy':
@@ -30,6 +31,14 @@ def build_index(c, index_dir: pathlib.Path) -> BuildManifest:
         views,
         heap_bytes=c.writer.heap_mb * 1_000_000,
         threads_per_view=c.writer.threads_per_view,
+        progress=c.progress,
+    )
+  if c.backend == 'lucene':
+    return build_lucene_index(
+        spec,
+        index_dir,
+        views,
+        ram_buffer_mb=c.writer.heap_mb,
         progress=c.progress,
     )
   if c.backend == 'opensearch':

@@ -15,6 +15,7 @@ from search_agent.search import parser
 from search_agent.search import snippets
 from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.backend import BackendError
+from search_agent.search.backend import FusingBackend
 from search_agent.search.backend import SearchBackend
 from search_agent.search.guard import LeakageGuard
 from search_agent.search.parser import ParsedQuery
@@ -137,6 +138,10 @@ class SearchEngine:
   ) -> list[list[tuple[str, float]]]:
     """Per query, every fused `(doc_id, score)`, best first (unguarded)."""
     depths = self.view_depths(k)
+    if isinstance(self.backend, FusingBackend):
+      return self.backend.fused_rankings(
+          queries, depths, self.config.weights, self.config.rrf_k
+      )
     rankings = self.backend.view_rankings(queries, max(depths.values()))
     return [
         fusion.weighted_rrf(

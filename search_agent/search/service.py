@@ -36,6 +36,7 @@ from search_agent import paths
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import client as client_lib
 from search_agent.search import es_backend
+from search_agent.search import lucene_index
 from search_agent.search import tantivy_index
 from search_agent.search import tuning
 from search_agent.search.analysis import QueryAnalyzer
@@ -45,6 +46,7 @@ from search_agent.search.engine import EngineConfig
 from search_agent.search.engine import SearchEngine
 from search_agent.search.guard import GuardConfig
 from search_agent.search.guard import LeakageGuard
+from search_agent.search.lucene_backend import lucene_engine
 from search_agent.search.snippets import SnippetConfig
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
@@ -268,6 +270,24 @@ def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
     return tantivy_engine(
         index_dir, engine_config(c), guard, threads=c.backend_threads
     )
+  if c.backend == 'lucene':
+    index_dir = pathlib.Path(
+        paths.require_local(
+            c.index_dir or paths.join(workdir, 'index'),
+            'the Lucene index',
+            'Lucene opens its files locally; copy the index to a local disk'
+            ' and set index_dir',
+        )
+    )
+    built = (index_dir / lucene_index.CONFIG_FILE).is_file()
+    if not built and c.build_if_missing:
+      logging.info('building %s from %s (lucene)', index_dir, c.corpus.kind)
+      lucene_index.build_lucene_index(
+          CorpusSpec(**c.corpus), index_dir, IndexBuildConfig(**c.build)
+      )
+    return lucene_engine(
+        index_dir, engine_config(c), guard, threads=c.backend_threads
+    )
   if c.backend == 'opensearch':
     backend = es_backend.EsBackend(es_backend.es_index_config(c.opensearch))
     build = backend.build_config
@@ -276,7 +296,8 @@ def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
     )
     return SearchEngine(backend, engine_config(c), guard, analyzer=analyzer)
   raise ValueError(
-      f"backend must be 'tantivy' or 'opensearch', got {c.backend!r}"
+      "backend must be 'tantivy', 'lucene' or 'opensearch', got"
+      f' {c.backend!r}'
   )
 
 

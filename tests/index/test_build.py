@@ -15,6 +15,7 @@ from search_agent.search import es_backend
 from search_agent.search.backend import BackendError
 from search_agent.search.builder import build_index
 from search_agent.search.engine import SearchEngine
+from search_agent.search.lucene_backend import lucene_engine
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
 from tpu_configs.search import build as build_config
@@ -40,6 +41,31 @@ def test_build_binary_pulse(tmp_path, repo_root):
   assert 'derived from exact' in manifest['links_note']
   assert manifest['config']['passage_window_words'] == 128
   engine = tantivy_engine(index_dir)
+  assert engine.num_documents() == 50
+  assert engine.search(['Teutberga'], 1)[0][0].doc_id == 'Teutberga'
+  engine.close()
+
+
+def test_build_binary_lucene_backend(tmp_path, repo_root):
+  """--config.backend=lucene: the same counts, manifest and top hit."""
+  out = subprocess.run(
+      [
+          sys.executable, '-m', 'index.build',
+          '--config=tpu_configs/search/build.py:tiny',
+          f'--workdir={tmp_path}',
+          '--config.corpus.max_docs=50',
+          '--config.backend=lucene',
+      ],
+      cwd=repo_root, capture_output=True, text=True, timeout=120, check=False,
+  )  # fmt: skip
+  assert out.returncode == 0, out.stderr[-2000:]
+  index_dir = tmp_path / 'index'
+  manifest = json.loads((index_dir / 'manifest.json').read_text())
+  first_50 = twowiki.read_2wiki()[:50]
+  passages = sum(len(split_passages(d, 128, 96)) for d in first_50)
+  assert manifest['counts'] == {'doc': 50, 'passage': passages, 'title': 50}
+  assert manifest['backend'] == 'lucene'
+  engine = lucene_engine(index_dir)
   assert engine.num_documents() == 50
   assert engine.search(['Teutberga'], 1)[0][0].doc_id == 'Teutberga'
   engine.close()

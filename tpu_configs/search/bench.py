@@ -53,6 +53,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # (e.g. `pip install pyserini pyjnius` in its own venv), `jar` the
   # Anserini fatjar Pyserini ships (pyserini/resources/jars/), `java_home`
   # a JDK 21+ (this machine: /usr/lib/jvm/temurin-25-jdk-amd64). '' = skip.
+  # The embedded Lucene backend (search/lucene_backend.py) built from the
+  # same documents and measured in the same run (doc view, fused, fused +
+  # snippets at each concurrency); needs `bash launch/lucene_views.sh build`.
+  c.lucene_backend = False
+  # Searches the Lucene backend runs untimed first, for the JIT (its CPU per
+  # query settles after ~5,000 at 100k documents).
+  c.lucene_jit_warmup = 6000
   c.lucene = ml_collections.ConfigDict(
       dict(python='', jar='', java_home='/usr/lib/jvm/temurin-25-jdk-amd64')
   )
@@ -63,4 +70,5 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.warmup = 5
     c.concurrency = (1, 4)
     c.heap_mb = 64
+    c.lucene_jit_warmup = 100
   return c

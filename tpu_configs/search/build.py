@@ -19,8 +19,10 @@ from tpu_configs.search import opensearch
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   """Returns the build config; arg 'tiny' limits it to 500 documents."""
   c = ml_collections.ConfigDict()
-  # 'tantivy' (embedded, on disk under DIR/index) or 'opensearch' (the
-  # cluster of the `opensearch` section; Elasticsearch too, by its flavor).
+  # 'tantivy' (embedded, on disk under DIR/index), 'lucene' (embedded
+  # Lucene indexes under DIR/index, searched in-process through the JVM;
+  # jar: `bash launch/lucene_views.sh build`) or 'opensearch' (the cluster
+  # of the `opensearch` section; Elasticsearch too, by its flavor).
   c.backend = 'tantivy'
   c.corpus = ml_collections.ConfigDict(
       dict(
@@ -48,7 +50,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   c.writer = ml_collections.ConfigDict(
       dict(
-          heap_mb=256,  # tantivy writer memory per view
+          heap_mb=256,  # tantivy writer memory / Lucene RAM buffer per view
           threads_per_view=1,  # 2 views x 1 thread = the 2 cores
       )
   )

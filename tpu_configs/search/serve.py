@@ -17,7 +17,10 @@ from tpu_configs.search import opensearch
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   """Returns the serve config; arg 'tiny' builds a small index if missing."""
   c = ml_collections.ConfigDict()
-  c.backend = 'tantivy'  # 'tantivy' (embedded) or 'opensearch'
+  # 'tantivy' (embedded), 'lucene' (embedded through the JVM; built by
+  # index.build --config.backend=lucene, jar: launch/lucene_views.sh build)
+  # or 'opensearch'.
+  c.backend = 'tantivy'
   c.index_dir = ''  # '' = <workdir>/index
   c.backend_threads = 2  # tantivy threads per batch of queries
   # Build the index from `corpus` when index_dir holds none (tiny only:

@@ -1,0 +1,404 @@
+package searchagent.lucene;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.lucene.analysis.Analyzer;
+import org.apache.lucene.analysis.TokenStream;
+import org.apache.lucene.analysis.tokenattributes.CharTermAttribute;
+import org.apache.lucene.analysis.tokenattributes.PositionIncrementAttribute;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.NumericDocValues;
+import org.apache.lucene.index.PostingsEnum;
+import org.apache.lucene.index.Term;
+import org.apache.lucene.search.BooleanClause;
+import org.apache.lucene.search.BooleanQuery;
+import org.apache.lucene.search.DocIdSetIterator;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.PhraseQuery;
+import org.apache.lucene.search.Query;
+import org.apache.lucene.search.ScoreDoc;
+import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.search.TopScoreDocCollectorManager;
+import org.apache.lucene.search.similarities.BM25Similarity;
+import org.apache.lucene.search.similarities.PerFieldSimilarityWrapper;
+import org.apache.lucene.search.similarities.Similarity;
+import org.apache.lucene.store.FSDirectory;
+
+/**
+ * The three BM25 views of search_agent/search/backend.py over Lucene, searched
+ * in-process: one call answers one query's three views and their weighted RRF
+ * (search_agent/search/fusion.py), so a caller over a bridge pays it once per
+ * query. Thread-safe.
+ *
+ * <p>Queries mirror the tantivy backend: every scoring word a SHOULD term clause,
+ * every quoted phrase a MUST phrase clause of the view's field (one-term phrases
+ * a MUST term), the site filter a non-scoring FILTER term on the indexed host
+ * suffixes; no clause at all matches nothing.
+ */
+public final class Views implements AutoCloseable {
+  static final String DOC_DIR = "doc";
+  static final String PASSAGE_DIR = "passage";
+  static final String ORD = "doc_ord";
+  static final String DOC_ID = "doc_id";
+  static final String SITE = "site";
+  static final String TITLE = "title";
+  static final String TEXT = "text";
+  /** Passage hits fetched per wanted parent, grown 4x while parents are missing. */
+  static final int PASSAGE_OVERFETCH = 3;
+
+  private final DirectoryReader docReader;
+  private final DirectoryReader passageReader;
+  private final IndexSearcher docSearcher;
+  private final IndexSearcher passageSearcher;
+  private final int[] docOrd;
+  private final int[] passageOrd;
+  private final String[] docIds;
+  private final DocStore store;
+  private final Analyzer analyzer;
+  private final ExecutorService viewPool;
+  private final int cores = Math.max(2, Runtime.getRuntime().availableProcessors());
+  private final AtomicInteger inFlight = new AtomicInteger();
+
+  /**
+   * Opens a views directory.
+   *
+   * @param dir holds doc/, passage/ and doc_ids.txt (one doc_id per ordinal)
+   * @param bm25 k1 and b of the doc, passage and title views (6 numbers)
+   * @param parallelViews search the passage view on a second thread while the caller's searches
+   *     the doc and title views (only while fewer queries than cores are in flight)
+   */
+  public Views(
+      String dir, boolean stem, boolean removeStopwords, float[] bm25, boolean parallelViews)
+      throws IOException {
+    if (bm25.length != 6) {
+      throw new IllegalArgumentException("bm25 needs k1, b for doc, passage, title: 6 numbers");
+    }
+    Path root = Path.of(dir);
+    docReader = DirectoryReader.open(FSDirectory.open(root.resolve(DOC_DIR)));
+    passageReader = DirectoryReader.open(FSDirectory.open(root.resolve(PASSAGE_DIR)));
+    BM25Similarity doc = new BM25Similarity(bm25[0], bm25[1]);
+    BM25Similarity title = new BM25Similarity(bm25[4], bm25[5]);
+    docSearcher = new IndexSearcher(docReader);
+    docSearcher.setSimilarity(
+        new PerFieldSimilarityWrapper() {
+          @Override
+          public Similarity get(String field) {
+            return TITLE.equals(field) ? title : doc;
+          }
+        });
+    passageSearcher = new IndexSearcher(passageReader);
+    passageSearcher.setSimilarity(new BM25Similarity(bm25[2], bm25[3]));
+    docOrd = ordinals(docReader);
+    passageOrd = ordinals(passageReader);
+    docIds = Files.readAllLines(root.resolve("doc_ids.txt")).toArray(new String[0]);
+    if (docIds.length != docReader.numDocs()) {
+      throw new IllegalStateException(
+          dir + ": " + docIds.length + " doc_ids but " + docReader.numDocs()
+              + " indexed documents; rebuild it");
+    }
+    store = new DocStore(root);
+    if (store.size() != docIds.length) {
+      throw new IllegalStateException(dir + ": the document store does not match; rebuild it");
+    }
+    analyzer = EnglishAnalysis.analyzer(stem, removeStopwords);
+    viewPool = parallelViews ? Executors.newFixedThreadPool(cores, r -> {
+      Thread t = new Thread(r, "lucene-view");
+      t.setDaemon(true);
+      return t;
+    }) : null;
+  }
+
+  private static int[] ordinals(DirectoryReader reader) throws IOException {
+    int[] out = new int[reader.maxDoc()];
+    Arrays.fill(out, -1);
+    for (LeafReaderContext leaf : reader.leaves()) {
+      NumericDocValues values = leaf.reader().getNumericDocValues(ORD);
+      if (values == null) {
+        continue;
+      }
+      for (int d = values.nextDoc(); d != DocIdSetIterator.NO_MORE_DOCS; d = values.nextDoc()) {
+        out[leaf.docBase + d] = (int) values.longValue();
+      }
+    }
+    return out;
+  }
+
+  public int numDocuments() {
+    return docReader.numDocs();
+  }
+
+  /** Index terms of a text, in order (stopwords dropped). */
+  public String[] terms(String text) throws IOException {
+    List<String> out = new ArrayList<>();
+    try (TokenStream s = analyzer.tokenStream(TEXT, text)) {
+      CharTermAttribute term = s.addAttribute(CharTermAttribute.class);
+      s.reset();
+      while (s.incrementToken()) {
+        out.add(term.toString());
+      }
+      s.end();
+    }
+    return out.toArray(new String[0]);
+  }
+
+  /** A query analyzed once for all views: its terms and its phrases' (position, term)s. */
+  private record Analyzed(List<String> terms, List<int[]> positions, List<String[]> phrases) {}
+
+  private Analyzed analyze(String words, String[] phrases) throws IOException {
+    List<int[]> positions = new ArrayList<>();
+    List<String[]> phraseTerms = new ArrayList<>();
+    for (String p : phrases) {
+      List<Integer> at = new ArrayList<>();
+      List<String> terms = new ArrayList<>();
+      int position = -1;
+      try (TokenStream s = analyzer.tokenStream(TEXT, p)) {
+        CharTermAttribute term = s.addAttribute(CharTermAttribute.class);
+        PositionIncrementAttribute inc = s.addAttribute(PositionIncrementAttribute.class);
+        s.reset();
+        while (s.incrementToken()) {
+          position += inc.getPositionIncrement();
+          at.add(position);
+          terms.add(term.toString());
+        }
+        s.end();
+      }
+      if (!terms.isEmpty()) {
+        positions.add(at.stream().mapToInt(Integer::intValue).toArray());
+        phraseTerms.add(terms.toArray(new String[0]));
+      }
+    }
+    return new Analyzed(Arrays.asList(terms(words)), positions, phraseTerms);
+  }
+
+  /** The view's query, or null when nothing constrains it (matches nothing). */
+  private static Query query(String field, Analyzed a, String site) {
+    if (a.terms.isEmpty() && a.phrases.isEmpty()) {
+      return null;
+    }
+    BooleanQuery.Builder b = new BooleanQuery.Builder();
+    for (String t : a.terms) {
+      b.add(new TermQuery(new Term(field, t)), BooleanClause.Occur.SHOULD);
+    }
+    for (int i = 0; i < a.phrases.size(); i++) {
+      String[] terms = a.phrases.get(i);
+      if (terms.length == 1) {
+        b.add(new TermQuery(new Term(field, terms[0])), BooleanClause.Occur.MUST);
+        continue;
+      }
+      PhraseQuery.Builder p = new PhraseQuery.Builder();
+      for (int j = 0; j < terms.length; j++) {
+        p.add(new Term(field, terms[j]), a.positions.get(i)[j]);
+      }
+      b.add(p.build(), BooleanClause.Occur.MUST);
+    }
+    if (site != null) {
+      b.add(new TermQuery(new Term(SITE, site)), BooleanClause.Occur.FILTER);
+    }
+    return b.build();
+  }
+
+  private int[] top(IndexSearcher searcher, int[] ords, Query q, int limit) throws IOException {
+    if (q == null || limit <= 0) {
+      return new int[0];
+    }
+    // Counting no hits past the top `limit` lets block-max WAND skip at once.
+    ScoreDoc[] hits =
+        searcher.search(q, new TopScoreDocCollectorManager(limit, null, limit)).scoreDocs;
+    int[] out = new int[hits.length];
+    for (int i = 0; i < hits.length; i++) {
+      out[i] = ords[hits[i].doc];
+    }
+    return out;
+  }
+
+  private int[] passageParents(Query q, int k) throws IOException {
+    if (q == null || k <= 0) {
+      return new int[0];
+    }
+    int limit = k * PASSAGE_OVERFETCH;
+    while (true) {
+      int[] ranked = top(passageSearcher, passageOrd, q, limit);
+      LinkedHashSet<Integer> parents = new LinkedHashSet<>();
+      for (int o : ranked) {
+        parents.add(o);
+      }
+      if (parents.size() >= k || ranked.length < limit) {
+        return parents.stream().limit(k).mapToInt(Integer::intValue).toArray();
+      }
+      limit *= 4;
+    }
+  }
+
+  /**
+   * One view's ordinals, up to k best first.
+   *
+   * @param view 0 (doc), 1 (passage) or 2 (title)
+   */
+  public int[] rankView(int view, String words, String[] phrases, String site, int k)
+      throws IOException {
+    return rank(view, analyze(words, phrases), site, k);
+  }
+
+  private int[] rank(int view, Analyzed a, String site, int k) throws IOException {
+    switch (view) {
+      case 0:
+        return top(docSearcher, docOrd, query(TEXT, a, site), k);
+      case 1:
+        return passageParents(query(TEXT, a, site), k);
+      case 2:
+        return top(docSearcher, docOrd, query(TITLE, a, site), k);
+      default:
+        throw new IllegalArgumentException("view must be 0 (doc), 1 (passage) or 2 (title)");
+    }
+  }
+
+  /**
+   * One query's three views, each up to {@code k} document ordinals best first.
+   *
+   * @param words the scoring words, space separated (analyzed here)
+   * @param phrases the quoted phrases, each one MUST clause
+   * @param site the site filter, or null
+   * @return {doc, passage, title} ordinals
+   */
+  public int[][] viewRankings(String words, String[] phrases, String site, int k)
+      throws Exception {
+    if (k < 1) {
+      throw new IllegalArgumentException("k must be >= 1, got " + k);
+    }
+    Analyzed a = analyze(words, phrases);
+    if (viewPool == null || inFlight.incrementAndGet() > cores - 1) {
+      try {
+        return new int[][] {rank(0, a, site, k), rank(1, a, site, k), rank(2, a, site, k)};
+      } finally {
+        if (viewPool != null) {
+          inFlight.decrementAndGet();
+        }
+      }
+    }
+    try {
+      Future<int[]> passage = viewPool.submit(() -> rank(1, a, site, k));
+      int[] doc = rank(0, a, site, k);
+      int[] title = rank(2, a, site, k);
+      return new int[][] {doc, passage.get(), title};
+    } finally {
+      inFlight.decrementAndGet();
+    }
+  }
+
+  private static final class Fused {
+    double score;
+    int best = Integer.MAX_VALUE;
+  }
+
+  /**
+   * One query's weighted RRF over its three views (fusion.weighted_rrf): each view searched to
+   * the deepest of {@code depths}, cut to its own depth, then score(d) = sum over views of w_v /
+   * (rrfK + rank_v(d)), ties by best single-view rank, then doc_id.
+   *
+   * @param depths per view {doc, passage, title}
+   * @param weights per view {doc, passage, title}
+   * @return ordinal, score, ordinal, score, ... best first
+   */
+  public double[] fused(
+      String words, String[] phrases, String site, int[] depths, double[] weights, double rrfK)
+      throws Exception {
+    if (depths.length != 3 || weights.length != 3) {
+      throw new IllegalArgumentException("depths and weights need one value per view (3)");
+    }
+    int deepest = Math.max(depths[0], Math.max(depths[1], depths[2]));
+    int[][] views = viewRankings(words, phrases, site, deepest);
+    Map<Integer, Fused> acc = new LinkedHashMap<>();
+    for (int v = 0; v < 3; v++) {
+      int n = Math.min(depths[v], views[v].length);
+      for (int r = 0; r < n; r++) {
+        Fused f = acc.computeIfAbsent(views[v][r], o -> new Fused());
+        f.score += weights[v] / (rrfK + (r + 1));
+        f.best = Math.min(f.best, r + 1);
+      }
+    }
+    List<Map.Entry<Integer, Fused>> order = new ArrayList<>(acc.entrySet());
+    order.sort(
+        (a, b) -> {
+          int c = Double.compare(b.getValue().score, a.getValue().score);
+          if (c != 0) return c;
+          c = Integer.compare(a.getValue().best, b.getValue().best);
+          if (c != 0) return c;
+          return docIds[a.getKey()].compareTo(docIds[b.getKey()]);
+        });
+    double[] out = new double[order.size() * 2];
+    for (int i = 0; i < order.size(); i++) {
+      out[2 * i] = order.get(i).getKey();
+      out[2 * i + 1] = order.get(i).getValue().score;
+    }
+    return out;
+  }
+
+  /**
+   * Stored documents by doc_id, as one UTF-8 byte array (one bridge crossing, no string
+   * conversion): an ASCII header line of space-separated numbers, then the fields back to back.
+   * Per id the header has the number of fields (0: unknown; else 4 + links: doc_id, title, url,
+   * text, each link), then each field's length in bytes.
+   */
+  public byte[] documents(String[] ids) throws IOException {
+    StringBuilder head = new StringBuilder();
+    java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 15);
+    for (String id : ids) {
+      int found = lookup(id);
+      if (found < 0) {
+        head.append("0 ");
+      } else {
+        store.appendFields(docOrd[found], head, body);
+      }
+    }
+    byte[] h = head.append('\n').toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    byte[] out = new byte[h.length + body.size()];
+    System.arraycopy(h, 0, out, 0, h.length);
+    System.arraycopy(body.toByteArray(), 0, out, h.length, body.size());
+    return out;
+  }
+
+  private int lookup(String id) throws IOException {
+    Term t = new Term(DOC_ID, id);
+    for (LeafReaderContext leaf : docReader.leaves()) {
+      PostingsEnum p = leaf.reader().postings(t, PostingsEnum.NONE);
+      if (p != null) {
+        int d = p.nextDoc();
+        if (d != DocIdSetIterator.NO_MORE_DOCS) {
+          return leaf.docBase + d;
+        }
+      }
+    }
+    return -1;
+  }
+
+  /** Document frequency of index terms in the doc view's text field. */
+  public long[] docFreqs(String[] terms) throws IOException {
+    long[] out = new long[terms.length];
+    for (int i = 0; i < terms.length; i++) {
+      out[i] = docReader.docFreq(new Term(TEXT, terms[i]));
+    }
+    return out;
+  }
+
+  @Override
+  public void close() throws IOException {
+    if (viewPool != null) {
+      viewPool.shutdown();
+    }
+    docReader.close();
+    passageReader.close();
+    store.close();
+  }
+}

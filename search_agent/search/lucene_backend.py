@@ -1,0 +1,217 @@
+"""The embedded Lucene backend: the three views as Lucene indexes in-process.
+
+Implements `SearchBackend` (and `FusingBackend`) over the layout of
+`lucene_index.py`, through JPype (`lucene_jvm.py`). One Java call answers one
+query's three views and their weighted RRF (`Views.fused`), so the bridge is
+crossed once per query for ranking, once for the documents and once for the
+snippets' idf. Queries are analyzed in Java with the index's analysis; the
+query semantics are the tantivy backend's (SHOULD terms, MUST phrases with
+stopword gaps, a non-scoring site filter; nothing to score matches nothing).
+BM25 k1/b can differ per view (tantivy fixes 1.2/0.75).
+
+The JVM releases the GIL: batches run on a thread pool, and a single query
+searches its passage view on a second Java thread while the caller's thread
+searches the doc and title views (only while a core is spare).
+"""
+
+import concurrent.futures
+import math
+import pathlib
+from typing import Mapping, Sequence
+
+import jpype
+import numpy as np
+
+from search_agent.corpus.record import Document
+from search_agent.search import fusion
+from search_agent.search import lucene_index
+from search_agent.search import lucene_jvm
+from search_agent.search.analysis import QueryAnalyzer
+from search_agent.search.backend import BackendError
+from search_agent.search.backend import VIEWS
+from search_agent.search.engine import EngineConfig
+from search_agent.search.engine import SearchEngine
+from search_agent.search.guard import LeakageGuard
+from search_agent.search.parser import ParsedQuery
+
+# BM25 k1, b per view: Lucene's and tantivy's defaults.
+DEFAULT_BM25 = {v: (1.2, 0.75) for v in VIEWS}
+
+
+class LuceneBackend:
+  """Three BM25 views over a Lucene views directory built by index.build."""
+
+  def __init__(
+      self,
+      index_dir: str | pathlib.Path,
+      threads: int = 2,
+      *,
+      parallel_views: bool = True,
+      bm25: Mapping[str, tuple[float, float]] = DEFAULT_BM25,
+  ):
+    """Opens the index.
+
+    Args:
+      index_dir: A directory written by `lucene_index.LuceneIndexWriter`.
+      threads: Worker threads for batches of queries.
+      parallel_views: Search a single query's passage view concurrently
+        with its doc and title views.
+      bm25: `{view: (k1, b)}` for every view.
+
+    Raises:
+      BackendError: if the directory holds no readable index;
+        LuceneUnavailable if the JVM side is missing.
+    """
+    index_dir = pathlib.Path(index_dir)
+    self.config = lucene_index.read_config(index_dir)
+    if set(bm25) != set(VIEWS):
+      raise ValueError(f'bm25 needs (k1, b) for each of {VIEWS}, got {bm25}')
+    params = [float(x) for v in VIEWS for x in bm25[v]]
+    views_class = lucene_jvm.java_class('Views')
+    try:
+      self._views = views_class(
+          str(index_dir), self.config.stem, self.config.remove_stopwords,
+          jpype.JArray(jpype.JFloat)(params), parallel_views,
+      )  # fmt: skip
+    except jpype.JException as e:
+      raise BackendError(f'cannot open the Lucene index in {index_dir}: {e}')
+    self._doc_ids = (
+        (index_dir / lucene_index.DOC_IDS_FILE).read_text().split('\n')[:-1]
+    )
+    self._analyzer = QueryAnalyzer(
+        stem=self.config.stem, remove_stopwords=self.config.remove_stopwords
+    )
+    self._pool = concurrent.futures.ThreadPoolExecutor(
+        max_workers=max(1, threads), thread_name_prefix='lucene'
+    )
+    self._strings = jpype.JArray(jpype.JString)
+
+  def _args(self, q: ParsedQuery):
+    return ' '.join(q.scoring_words()), self._strings(q.phrases), q.site
+
+  def _ids(self, ords) -> list[str]:
+    return [self._doc_ids[o] for o in np.asarray(ords).tolist()]
+
+  def _call(self, method, *args):
+    try:
+      return method(*args)
+    except jpype.JException as e:
+      raise BackendError(f'Lucene search failed: {e}') from e
+
+  def rank_view(self, q: ParsedQuery, view: str, k: int) -> list[str]:
+    """Up to k doc_ids best first in one view (see `view_rankings`)."""
+    if view not in VIEWS:
+      raise ValueError(f'unknown view {view!r}; views are {VIEWS}')
+    index = VIEWS.index(view)
+    return self._ids(self._call(self._views.rankView, index, *self._args(q), k))
+
+  def _rank_one(self, q: ParsedQuery, k: int) -> dict[str, list[str]]:
+    views = self._call(self._views.viewRankings, *self._args(q), k)
+    return {v: self._ids(views[i]) for i, v in enumerate(VIEWS)}
+
+  def view_rankings(
+      self, queries: Sequence[ParsedQuery], k: int
+  ) -> list[dict[str, list[str]]]:
+    """Per query, per view, up to k doc_ids best first (see SearchBackend)."""
+    if k < 1:
+      raise ValueError(f'k must be >= 1, got {k}')
+    if len(queries) == 1:
+      return [self._rank_one(queries[0], k)]
+    return list(self._pool.map(lambda q: self._rank_one(q, k), queries))
+
+  def _fuse_one(self, q, depths, weights, rrf_k) -> list[tuple[str, float]]:
+    flat = np.asarray(
+        self._call(self._views.fused, *self._args(q), depths, weights, rrf_k)
+    )
+    ids = self._ids(flat[0::2].astype(np.int64))
+    return list(zip(ids, flat[1::2].tolist()))
+
+  def fused_rankings(
+      self,
+      queries: Sequence[ParsedQuery],
+      depths: Mapping[str, int],
+      weights: Mapping[str, float],
+      rrf_k: float,
+  ) -> list[list[tuple[str, float]]]:
+    """Per query, every fused `(doc_id, score)`, best first: the views
+    searched to their depths and fused by `fusion.weighted_rrf`'s rule, in
+    Java (one bridge call per query).
+
+    Raises:
+      ValueError: as `fusion.weighted_rrf` (a view without a weight, a
+        negative weight, rrf_k <= -1) or a depth below 1.
+    """
+    fusion.weighted_rrf({v: [] for v in VIEWS}, weights, rrf_k)  # checks
+    if any(depths.get(v, 0) < 1 for v in VIEWS):
+      raise ValueError(f'every view needs a depth >= 1, got {dict(depths)}')
+    d = jpype.JArray(jpype.JInt)([depths[v] for v in VIEWS])
+    w = jpype.JArray(jpype.JDouble)([float(weights[v]) for v in VIEWS])
+    if len(queries) == 1:
+      return [self._fuse_one(queries[0], d, w, float(rrf_k))]
+    return list(
+        self._pool.map(lambda q: self._fuse_one(q, d, w, float(rrf_k)), queries)
+    )
+
+  def get_documents(self, doc_ids: Sequence[str]) -> list[Document | None]:
+    """Stored documents in input order; None for unknown doc_ids."""
+    wanted = list(dict.fromkeys(doc_ids))
+    if not wanted:
+      return []
+    flat = bytes(
+        memoryview(self._call(self._views.documents, self._strings(wanted)))
+    )
+    head, _, body = flat.partition(b'\n')
+    numbers = iter(map(int, head.split()))
+    found, at = {}, 0
+    for n in numbers:
+      fields = []
+      for _ in range(n):
+        size = next(numbers)
+        fields.append(body[at : at + size].decode('utf-8'))
+        at += size
+      if fields:
+        doc_id, title, url, text, *links = fields
+        found[doc_id] = Document(
+            doc_id=doc_id, title=title, url=url, text=text, links=tuple(links)
+        )
+    return [found.get(d) for d in doc_ids]
+
+  def num_documents(self) -> int:
+    return int(self._views.numDocuments())
+
+  def term_idf(self, terms: Sequence[str]) -> dict[str, float]:
+    """BM25 idf of index terms in the doc view (for snippet scoring)."""
+    terms = list(terms)
+    n = self.num_documents()
+    dfs = np.asarray(self._call(self._views.docFreqs, self._strings(terms)))
+    return {
+        t: math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for t, df in zip(terms, dfs.tolist())
+    }
+
+  @property
+  def analyzer(self) -> QueryAnalyzer:
+    """The query analyzer matching this index's analysis (snippets)."""
+    return self._analyzer
+
+  def close(self) -> None:
+    self._pool.shutdown(wait=True)
+    self._views.close()
+
+
+def lucene_engine(
+    index_dir: str | pathlib.Path,
+    config: EngineConfig = EngineConfig(),
+    guard: LeakageGuard | None = None,
+    threads: int = 2,
+    *,
+    parallel_views: bool = True,
+) -> SearchEngine:
+  """A SearchEngine over a Lucene views dir, with matching snippet analysis
+  and corpus idf. The caller closes it."""
+  backend = LuceneBackend(
+      index_dir, threads=threads, parallel_views=parallel_views
+  )
+  return SearchEngine(
+      backend, config, guard, analyzer=backend.analyzer, idf=backend.term_idf
+  )
