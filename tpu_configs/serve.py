@@ -51,6 +51,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       retry_after_s=2.0,
       prefills_per_step=2,
   )
+  # Compile before taking traffic (EngineCore.warmup): every decode batch
+  # size and the extends up to max_extend_width tokens; a shape left out
+  # compiles on first use and stalls decoding meanwhile.
+  c.warmup = dict(enabled=True, max_extend_width=1_024)
   c.host = '0.0.0.0'
   c.port = 8000
   c.log_level = 'warning'
@@ -65,6 +69,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         prefill_min_tokens=64, steps_per_call=8, max_queue=64,
         retry_after_s=1.0,
     )  # fmt: skip
+    c.warmup.enabled = False  # tests start many tiny servers
     c.host = '127.0.0.1'
   elif arg:
     raise ValueError(f'unknown serve variant {arg!r}: tiny')

@@ -7,8 +7,10 @@ directory, checked against the engine's model before anything is swapped.
 """
 
 import dataclasses
+import time
 from typing import Any, Mapping
 
+from absl import logging
 import jax
 
 from search_agent.agent import chat_prompts
@@ -87,6 +89,13 @@ def build(c: Mapping[str, Any]) -> Served:
       params = hf_import.load_params(model, m.params_path)
   if m.policy_version >= 0:
     version = m.policy_version
+  w = c.get('warmup') or {}
+  if w.get('enabled'):
+    widths = [x for x in (16 * 2**k for k in range(16))
+              if x <= min(w['max_extend_width'], ecfg.max_extend)]  # fmt: skip
+    t0 = time.monotonic()
+    core.warmup(core.place_params(params), widths)
+    logging.info('warm-up compiled in %.1f s', time.monotonic() - t0)
   engine = engine_lib.Engine(
       core, ecfg, vocab_size=cfg.vocab_size, decode_fn=tok.decode
   )
