@@ -68,7 +68,10 @@ class WorkerConfig:
     latency_median_s: Benchmarks: injected environment (tool) latency per
       group, lognormal with this median (0 = none) ...
     latency_p99_s: ... and this 99th percentile (the seed's spread is
-      p99/p50 = 91.7/23.6 = 3.9). A group finishes no earlier than its draw.
+      p99/p50 = 91.7/23.6 = 3.9). A group finishes no earlier than its draw,
+      which is seeded by the group's question and pass (`latency_key`), so
+      two schedules that dispatch the same questions in the same order give
+      the k-th group the same draw whatever their batch sizes.
   """
 
   worker_id: str = 'w0'
@@ -81,7 +84,7 @@ class WorkerConfig:
   latency_median_s: float = 0.0
   latency_p99_s: float = 0.0
 
-  def injected_latency(self, group_id: str) -> float:
+  def injected_latency(self, key: str) -> float:
     """The seeded latency draw of one group (0 when not injecting)."""
     if self.latency_median_s <= 0:
       return 0.0
@@ -90,8 +93,14 @@ class WorkerConfig:
             median_min=self.latency_median_s, p99_min=self.latency_p99_s
         )
     )
-    z = np.random.default_rng(_seed(group_id, -1)).standard_normal()
+    z = np.random.default_rng(_seed(key, -1)).standard_normal()
     return float(np.exp(mu + sigma * z))
+
+
+def latency_key(item: dict[str, Any]) -> str:
+  """What seeds a work item's injected latency: its question and pass."""
+  task = item['task_id'] if 'task_id' in item else item['group_id']
+  return f"{task}#pass{item.get('pass', 0)}"
 
 
 def _seed(group_id: str, i: int) -> int:
@@ -175,7 +184,8 @@ class RolloutWorker:
     outs = await asyncio.gather(
         *(self._rollout(task, gid, i) for i in range(self.cfg.group_size))
     )
-    wait = self.cfg.injected_latency(gid) - (time.monotonic() - start)
+    draw = self.cfg.injected_latency(latency_key(item))
+    wait = draw - (time.monotonic() - start)
     if wait > 0:
       await asyncio.sleep(wait)
     scored, inexact, statuses, versions = [], [], [], set()
@@ -205,6 +215,7 @@ class RolloutWorker:
         trajectories=tuple(scored),
         meta={
             'seconds': time.monotonic() - start,
+            'injected_latency_s': draw,
             'worker': self.cfg.worker_id,
             'dropped_inexact': len(inexact),
             'inexact_reasons': inexact,
