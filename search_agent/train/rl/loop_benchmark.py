@@ -12,7 +12,9 @@ an update on `slots` worker slots (the seed: 32 on 42), and synchronous,
 each step one group per slot, waiting for all of them (`updates` steps;
 ready-first runs as many groups). Every group's completion is held to a
 seeded lognormal draw (the seed's spread: p99/p50 = 91.7/23.6 = 3.9)
-standing in for tool latency; the k-th dispatched question gets the same
+standing in for tool latency, stratified over the 40-question pool (each
+pass gives each of the 40 quantile bands to one question) so that a few
+passes show the seed's spread; the k-th dispatched question gets the same
 draw in both runs. Writes DIR/benchmark.json with trajectories/hour and the
 learner's idle share, measured from the end of the `warmup_updates`-th
 synchronous update (ready-first: of as many groups; startup, compilation

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import pathlib
+import statistics
 import threading
 import time
 import traceback
@@ -72,6 +73,11 @@ class WorkerConfig:
       which is seeded by the group's question and pass (`latency_key`), so
       two schedules that dispatch the same questions in the same order give
       the k-th group the same draw whatever their batch sizes.
+    latency_strata: The task pool's question ids: the draws are then
+      stratified, each pass giving each of the pool's N quantile bands
+      ((r + u) / N, r a seeded per-pass permutation of the questions, u
+      uniform) to one question, so a few passes already show the lognormal's
+      spread (plain draws of 40 questions scatter its p99 widely).
   """
 
   worker_id: str = 'w0'
@@ -83,9 +89,10 @@ class WorkerConfig:
   system_prompt: str = 'agent_system.md'
   latency_median_s: float = 0.0
   latency_p99_s: float = 0.0
+  latency_strata: tuple[str, ...] = ()
 
-  def injected_latency(self, key: str) -> float:
-    """The seeded latency draw of one group (0 when not injecting)."""
+  def injected_latency(self, item: dict[str, Any]) -> float:
+    """The seeded latency draw of one work item (0 when not injecting)."""
     if self.latency_median_s <= 0:
       return 0.0
     mu, sigma = rollout_times.fit_lognormal(
@@ -93,7 +100,17 @@ class WorkerConfig:
             median_min=self.latency_median_s, p99_min=self.latency_p99_s
         )
     )
-    z = np.random.default_rng(_seed(key, -1)).standard_normal()
+    rng = np.random.default_rng(_seed(latency_key(item), -1))
+    task = item.get('task_id')
+    if task in self.latency_strata:
+      ids = sorted(self.latency_strata)
+      perm = np.random.default_rng(
+          _seed(f"pass{item.get('pass', 0)}", -2)
+      ).permutation(len(ids))
+      u = (perm[ids.index(task)] + rng.uniform()) / len(ids)
+      z = statistics.NormalDist().inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
+    else:
+      z = rng.standard_normal()
     return float(np.exp(mu + sigma * z))
 
 
@@ -184,7 +201,7 @@ class RolloutWorker:
     outs = await asyncio.gather(
         *(self._rollout(task, gid, i) for i in range(self.cfg.group_size))
     )
-    draw = self.cfg.injected_latency(latency_key(item))
+    draw = self.cfg.injected_latency(item)
     wait = draw - (time.monotonic() - start)
     if wait > 0:
       await asyncio.sleep(wait)

@@ -1,10 +1,12 @@
 """The loop benchmark's arithmetic, its command lines and its latency draw."""
 
 import json
+import statistics
 
 import numpy as np
 import pytest
 
+from search_agent.train.rl import rollout_times
 from search_agent.train.rl import rollout_worker
 from search_agent.train.rl import schedule_comparison as loop_benchmark
 
@@ -82,22 +84,39 @@ def test_the_two_runs_differ_only_in_the_schedule():
 
 def test_the_latency_draw_follows_the_question_not_the_batch():
   cfg = rollout_worker.WorkerConfig(latency_median_s=30.0, latency_p99_s=117.0)
-  key = rollout_worker.latency_key
+  draw = cfg.injected_latency
   # The same question and pass in batch 3 of one schedule and step 2 of the
   # other: the same draw; another pass: another draw.
-  a = cfg.injected_latency(key({'task_id': 'q7', 'batch': 3, 'pass': 1}))
-  b = cfg.injected_latency(key({'task_id': 'q7', 'batch': 2, 'pass': 1}))
-  c = cfg.injected_latency(key({'task_id': 'q7', 'batch': 3, 'pass': 2}))
+  a = draw({'task_id': 'q7', 'batch': 3, 'pass': 1})
+  b = draw({'task_id': 'q7', 'batch': 2, 'pass': 1})
+  c = draw({'task_id': 'q7', 'batch': 3, 'pass': 2})
   assert a == b != c
-  draws = [
-      cfg.injected_latency(key({'task_id': f'q{i}', 'pass': 0}))
-      for i in range(4000)
-  ]
+  draws = [draw({'task_id': f'q{i}', 'pass': 0}) for i in range(4000)]
   assert np.median(draws) == pytest.approx(30.0, rel=0.05)
   assert np.quantile(draws, 0.99) / np.median(draws) == pytest.approx(
       117.0 / 30.0, rel=0.1
   )
-  assert rollout_worker.WorkerConfig().injected_latency('q0#pass0') == 0.0
+  assert rollout_worker.WorkerConfig().injected_latency({'task_id': 'q'}) == 0
+
+
+def test_stratified_draws_give_each_question_of_a_pass_its_own_band():
+  ids = tuple(f'q{i}' for i in range(40))
+  cfg = rollout_worker.WorkerConfig(
+      latency_median_s=30.0, latency_p99_s=117.0, latency_strata=ids
+  )
+  mu, sigma = rollout_times.fit_lognormal(
+      rollout_times.GroupTimes(median_min=30.0, p99_min=117.0)
+  )
+  for p in (0, 1):
+    draws = sorted(cfg.injected_latency({'task_id': q, 'pass': p}) for q in ids)
+    u = [statistics.NormalDist().cdf((np.log(d) - mu) / sigma) for d in draws]
+    assert all(i / 40 <= x < (i + 1) / 40 + 1e-9 for i, x in enumerate(u))
+  # Another pass gives a question another band; an unknown question a
+  # plain draw.
+  assert cfg.injected_latency({'task_id': 'q3', 'pass': 0}) != (
+      cfg.injected_latency({'task_id': 'q3', 'pass': 1})
+  )
+  assert cfg.injected_latency({'task_id': 'x', 'pass': 0}) > 0
 
 
 def test_compute_share_counts_groups_slower_than_their_draw():
