@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import pathlib
+import statistics
 import threading
 import time
 import traceback
@@ -68,7 +69,15 @@ class WorkerConfig:
     latency_median_s: Benchmarks: injected environment (tool) latency per
       group, lognormal with this median (0 = none) ...
     latency_p99_s: ... and this 99th percentile (the seed's spread is
-      p99/p50 = 91.7/23.6 = 3.9). A group finishes no earlier than its draw.
+      p99/p50 = 91.7/23.6 = 3.9). A group finishes no earlier than its draw,
+      which is seeded by the group's question and pass (`latency_key`), so
+      two schedules that dispatch the same questions in the same order give
+      the k-th group the same draw whatever their batch sizes.
+    latency_strata: The task pool's question ids: the draws are then
+      stratified, each pass giving each of the pool's N quantile bands
+      ((r + u) / N, r a seeded per-pass permutation of the questions, u
+      uniform) to one question, so a few passes already show the lognormal's
+      spread (plain draws of 40 questions scatter its p99 widely).
   """
 
   worker_id: str = 'w0'
@@ -80,9 +89,10 @@ class WorkerConfig:
   system_prompt: str = 'agent_system.md'
   latency_median_s: float = 0.0
   latency_p99_s: float = 0.0
+  latency_strata: tuple[str, ...] = ()
 
-  def injected_latency(self, group_id: str) -> float:
-    """The seeded latency draw of one group (0 when not injecting)."""
+  def injected_latency(self, item: dict[str, Any]) -> float:
+    """The seeded latency draw of one work item (0 when not injecting)."""
     if self.latency_median_s <= 0:
       return 0.0
     mu, sigma = rollout_times.fit_lognormal(
@@ -90,8 +100,24 @@ class WorkerConfig:
             median_min=self.latency_median_s, p99_min=self.latency_p99_s
         )
     )
-    z = np.random.default_rng(_seed(group_id, -1)).standard_normal()
+    rng = np.random.default_rng(_seed(latency_key(item), -1))
+    task = item.get('task_id')
+    if task in self.latency_strata:
+      ids = sorted(self.latency_strata)
+      perm = np.random.default_rng(
+          _seed(f"pass{item.get('pass', 0)}", -2)
+      ).permutation(len(ids))
+      u = (perm[ids.index(task)] + rng.uniform()) / len(ids)
+      z = statistics.NormalDist().inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
+    else:
+      z = rng.standard_normal()
     return float(np.exp(mu + sigma * z))
+
+
+def latency_key(item: dict[str, Any]) -> str:
+  """What seeds a work item's injected latency: its question and pass."""
+  task = item['task_id'] if 'task_id' in item else item['group_id']
+  return f"{task}#pass{item.get('pass', 0)}"
 
 
 def _seed(group_id: str, i: int) -> int:
@@ -175,7 +201,8 @@ class RolloutWorker:
     outs = await asyncio.gather(
         *(self._rollout(task, gid, i) for i in range(self.cfg.group_size))
     )
-    wait = self.cfg.injected_latency(gid) - (time.monotonic() - start)
+    draw = self.cfg.injected_latency(item)
+    wait = draw - (time.monotonic() - start)
     if wait > 0:
       await asyncio.sleep(wait)
     scored, inexact, statuses, versions = [], [], [], set()
@@ -205,6 +232,7 @@ class RolloutWorker:
         trajectories=tuple(scored),
         meta={
             'seconds': time.monotonic() - start,
+            'injected_latency_s': draw,
             'worker': self.cfg.worker_id,
             'dropped_inexact': len(inexact),
             'inexact_reasons': inexact,

@@ -93,6 +93,10 @@ def worker_config(c: ml_collections.ConfigDict) -> rollout_worker.WorkerConfig:
       system_prompt=r.system_prompt,
       latency_median_s=r.latency_median_s,
       latency_p99_s=r.latency_p99_s,
+      # Benchmarks: stratified over the pool (rollout_worker.WorkerConfig).
+      latency_strata=(
+          tuple(t.id for t in load_tasks(c)) if r.latency_median_s > 0 else ()
+      ),
   )
 
 

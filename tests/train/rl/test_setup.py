@@ -50,3 +50,11 @@ def test_learner_starts_from_an_sft_checkpoint(repo_root, tmp_path):
   c.init.sft_workdir = str(tmp_path / 'sft')
   got = setup.learner_model(c, devices)
   jax.tree.map(np.testing.assert_array_equal, got.params, trained)
+
+
+def test_injected_latency_is_stratified_over_the_task_pool(repo_root):
+  c = _config(repo_root)
+  assert setup.worker_config(c).latency_strata == ()  # no latency: no pool
+  c.rollout.latency_median_s, c.rollout.latency_p99_s = 25.0, 97.0
+  ids = setup.worker_config(c).latency_strata
+  assert len(ids) == 40 and set(ids) == {t.id for t in setup.load_tasks(c)}
