@@ -120,11 +120,23 @@ class Scheduler:
       if full and not self.cfg.synchronous:
         self._batch, self._in_batch = self._batch + 1, 0
       self._in_batch += 1
-    d = Dispatch(f'{task_id}@{self._batch}', task_id, self._batch, self.version)
-    if d.group_id in self.in_flight or d.group_id in self.used_in:
-      raise SchedulerError(f'group {d.group_id} was already dispatched')
+    gid = base = f'{task_id}@{self._batch}'
+    n = 1
+    while self._known(gid):  # the task twice in one batch (a pass wrapped)
+      n += 1
+      gid = f'{base}#{n}'
+    d = Dispatch(gid, task_id, self._batch, self.version)
     self.in_flight[d.group_id] = d
     return d
+
+  def _known(self, group_id: str) -> bool:
+    return (
+        group_id in self.in_flight
+        or group_id in self.used_in
+        or group_id in self.dropped
+        or group_id in self.ready
+        or group_id in self.accumulating
+    )
 
   def mark_ready(self, group_id: str, has_signal: bool = True) -> None:
     """A group finished and was scored; groups without signal are dropped.

@@ -159,3 +159,25 @@ def test_state_round_trip_rolls_back_to_the_checkpoint_version():
   assert set(back.in_flight) == {ds[5].group_id}
   with pytest.raises(sched_lib.SchedulerError, match='stale'):
     sched_lib.Scheduler.from_state(cfg, state, version=2)
+
+
+def test_a_task_twice_in_one_batch_gets_distinct_group_ids():
+  # A dispatch batch that wraps the task pool's pass holds a question twice;
+  # its group id used to collide and stop the learner with SchedulerError.
+  cfg = sched_lib.SchedulerConfig(
+      groups_per_update=4,
+      start_after_ready=1,
+      dispatch_batch_groups=4,
+      admission_window=2,
+  )
+  s = sched_lib.Scheduler(cfg)
+  a, b = s.dispatch('a'), s.dispatch('b')
+  s.mark_ready(a.group_id)  # ready, no longer in flight: still taken
+  again = s.dispatch('a')
+  assert [a.group_id, b.group_id, again.group_id] == ['a@0', 'b@0', 'a@0#2']
+  assert again.task_id == 'a' and again.batch == 0
+  s.mark_ready(again.group_id)
+  assert s.take() == ['a@0', 'a@0#2']
+  # The ids survive a resume: the restored scheduler knows both.
+  t = sched_lib.Scheduler.from_state(cfg, s.to_state(), version=0)
+  assert t.dispatch('a').group_id == 'a@0#3'
