@@ -95,10 +95,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       recovery_rate=0.2,
       think=False,
       quote_rate=0.5,  # half the rollouts search the title quoted first
-      # A space before the query's title and the answer, so a copied name
-      # keeps the token ids it has in the question and the observations
-      # (byte-level BPE: ' Fred' there, '["'+'F'+'red' after a quote).
-      value_space=True,
+      # True: a space before the query's title and the answer, so a copied
+      # name keeps the token ids it has in the question and observations
+      # (byte-level BPE: ' Fred' there, '["'+'F'+'red' after a quote). Off:
+      # measured no better (WORKSPACE.md, "Learning signal").
+      value_space=False,
       max_steps=6,
   )
   # filtering.run: the recipe's selection with an offline exact-match judge.
