@@ -13,24 +13,20 @@ Documents cross the bridge in batches; each index is merged to one segment
 at the end.
 """
 
-import datetime
 import json
 import pathlib
-import time
 from typing import Iterable
 
 import jpype
-import tqdm
 
 from search_agent.corpus import sources
 from search_agent.corpus.manifest import BuildManifest
-from search_agent.corpus.manifest import CorpusHasher
 from search_agent.corpus.record import Document
 from search_agent.search import lucene_jvm
 from search_agent.search import sites
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import IndexBuildConfig
-from search_agent.search.tantivy_build import corpus_record
+from search_agent.search.tantivy_build import write_views
 
 CONFIG_FILE = 'lucene_config.json'
 DOC_IDS_FILE = 'doc_ids.txt'
@@ -155,29 +151,11 @@ def build_lucene_index(
       repeats; LuceneUnavailable if the JVM side is missing.
   """
   index_dir = pathlib.Path(index_dir)
-  start = time.perf_counter()
-  docs, links_note = sources.read_corpus(spec)
-  hasher = CorpusHasher()
-  with LuceneIndexWriter(index_dir, config, ram_buffer_mb) as writer:
-    for doc in tqdm.tqdm(
-        docs, unit='doc', mininterval=2.0, disable=not progress,
-        desc=f'indexing {spec.kind} (lucene)',
-    ):  # fmt: skip
-      hasher.update(doc)
-      writer.add(doc)
-  seconds = time.perf_counter() - start
-  manifest = BuildManifest(
+  return write_views(
+      spec,
+      index_dir,
+      config,
+      lambda: LuceneIndexWriter(index_dir, config, ram_buffer_mb),
       backend='lucene',
-      corpus=corpus_record(spec),
-      content_sha256=hasher.hexdigest(),
-      counts=dict(writer.counts),
-      config=dict(config.__dict__),
-      build_seconds=round(seconds, 3),
-      docs_per_second=round(writer.counts['doc'] / max(seconds, 1e-9), 1),
-      links_note=links_note,
-      created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(
-          timespec='seconds'
-      ),
+      progress=progress,
   )
-  manifest.write(index_dir)
-  return manifest

@@ -3,6 +3,7 @@
 import datetime
 import pathlib
 import time
+from typing import Any, Callable
 
 import tqdm
 
@@ -51,21 +52,46 @@ def build_tantivy_index(
       repeats.
   """
   index_dir = pathlib.Path(index_dir)
+  return write_views(
+      spec,
+      index_dir,
+      config,
+      lambda: tantivy_index.IndexWriter(
+          index_dir, config, heap_bytes, threads_per_view
+      ),
+      backend='tantivy',
+      progress=progress,
+  )
+
+
+def write_views(
+    spec: sources.CorpusSpec,
+    index_dir: pathlib.Path,
+    config: IndexBuildConfig,
+    open_writer: Callable[[], Any],
+    *,
+    backend: str,
+    progress: bool,
+) -> BuildManifest:
+  """Reads the corpus into the writer `open_writer()` gives, then the manifest.
+
+  The writer is a context manager with `add(doc)` and `counts` (tantivy's
+  IndexWriter, the Lucene one), opened once the corpus has been read.
+  """
   start = time.perf_counter()
   docs, links_note = sources.read_corpus(spec)
   hasher = CorpusHasher()
-  with tantivy_index.IndexWriter(
-      index_dir, config, heap_bytes, threads_per_view
-  ) as writer:
+  suffix = '' if backend == 'tantivy' else f' ({backend})'
+  with open_writer() as writer:
     for doc in tqdm.tqdm(
         docs, unit='doc', mininterval=2.0, disable=not progress,
-        desc=f'indexing {spec.kind}',
+        desc=f'indexing {spec.kind}{suffix}',
     ):  # fmt: skip
       hasher.update(doc)
       writer.add(doc)
   seconds = time.perf_counter() - start
   manifest = BuildManifest(
-      backend='tantivy',
+      backend=backend,
       corpus=corpus_record(spec),
       content_sha256=hasher.hexdigest(),
       counts=dict(writer.counts),
