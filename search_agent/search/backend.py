@@ -22,6 +22,15 @@ class BackendError(RuntimeError):
   """A backend failed (index missing or corrupt, server unreachable, ...)."""
 
 
+def admit_doc_id(doc_id: str, seen: set[str]) -> None:
+  """Adds a new doc_id to `seen`; BackendError if empty, multi-line or seen."""
+  if '\n' in doc_id or not doc_id:
+    raise BackendError(f'doc_id {doc_id!r} is empty or has a newline')
+  if doc_id in seen:
+    raise BackendError(f'duplicate doc_id {doc_id!r}; doc_ids must be unique')
+  seen.add(doc_id)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class IndexBuildConfig:
   """How a corpus is turned into the three views.

@@ -24,6 +24,7 @@ from search_agent.corpus.manifest import BuildManifest
 from search_agent.corpus.record import Document
 from search_agent.search import lucene_jvm
 from search_agent.search import sites
+from search_agent.search.backend import admit_doc_id
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.tantivy_build import write_views
@@ -77,13 +78,7 @@ class LuceneIndexWriter:
 
   def add(self, doc: Document) -> None:
     """Adds one document (sent to Lucene with its batch)."""
-    if '\n' in doc.doc_id or not doc.doc_id:
-      raise BackendError(f'doc_id {doc.doc_id!r} is empty or has a newline')
-    if doc.doc_id in self._seen:
-      raise BackendError(
-          f'duplicate doc_id {doc.doc_id!r}; doc_ids must be unique'
-      )
-    self._seen.add(doc.doc_id)
+    admit_doc_id(doc.doc_id, self._seen)
     self._ids_file.write(doc.doc_id + '\n')
     self._batch.append(doc)
     if len(self._batch) >= BATCH_DOCS:

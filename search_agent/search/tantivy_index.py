@@ -20,6 +20,7 @@ from search_agent.corpus.passages import window_starts
 from search_agent.corpus.record import Document
 from search_agent.search import analysis
 from search_agent.search import sites
+from search_agent.search.backend import admit_doc_id
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import IndexBuildConfig
 
@@ -162,13 +163,7 @@ class IndexWriter:
 
   def add(self, doc: Document) -> None:
     """Adds one document and its passages."""
-    if '\n' in doc.doc_id or not doc.doc_id:
-      raise BackendError(f'doc_id {doc.doc_id!r} is empty or has a newline')
-    if doc.doc_id in self._seen:
-      raise BackendError(
-          f'duplicate doc_id {doc.doc_id!r}; doc_ids must be unique'
-      )
-    self._seen.add(doc.doc_id)
+    admit_doc_id(doc.doc_id, self._seen)
     ordinal = self.counts['doc']
     site = sites.host_suffixes(doc.url)
     self._doc_writer.add_document(doc_row(doc, ordinal, site, self._doc_schema))
