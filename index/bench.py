@@ -55,25 +55,12 @@ def _corpus(name, c, vocab):
   return lambda: synthetic.iter_documents(spec, vocab)
 
 
-def _build(docs, index_dir, config, heap_mb) -> dict:
-  """Both views in one pass; the time includes producing the documents."""
+def _build(docs, index_dir, open_writer) -> dict:
+  """Both views in one pass into `open_writer()`; the time includes opening
+  it, producing the documents (and, for Lucene, the JVM start, batches and
+  the final merge)."""
   clocks = benchmark.start_clocks()
-  with tantivy_index.IndexWriter(index_dir, config, heap_mb * 10**6) as w:
-    for i, doc in enumerate(docs, start=1):
-      w.add(doc)
-      if i % 100_000 == 0:
-        logging.info('%d docs in %.0f s', i, time.perf_counter() - clocks[0])
-  return {
-      'counts': w.counts,
-      **benchmark.rate_figures(w.counts['doc'], clocks),
-      'index_mb': benchmark.dir_mb(index_dir),
-  }
-
-
-def _build_lucene(docs, index_dir, config, heap_mb) -> dict:
-  """The Lucene views in one pass (JVM start, batches, final merge)."""
-  clocks = benchmark.start_clocks()
-  with lucene_index.LuceneIndexWriter(index_dir, config, heap_mb) as w:
+  with open_writer() as w:
     for i, doc in enumerate(docs, start=1):
       w.add(doc)
       if i % 100_000 == 0:
@@ -145,7 +132,11 @@ def _build_stage(name, c, workdir, vocab) -> dict:
   make_docs, config = _corpus(name, c, vocab), IndexBuildConfig(**c.index)
   out = {}
   if c.both_views:
-    out['build'] = _build(make_docs(), workdir / name, config, c.heap_mb)
+    path = workdir / name
+    out['build'] = _build(
+        make_docs(), path,
+        lambda: tantivy_index.IndexWriter(path, config, c.heap_mb * 10**6),
+    )  # fmt: skip
   out['build_single_view'] = [
       benchmark.single_view_build_rate(
           itertools.islice(make_docs(), c.per_view_docs),
@@ -164,9 +155,12 @@ def _lucene_build_stage(name, c, workdir, vocab) -> dict:
   saved = workdir / f'{name}-lucene-views-build.json'
   if saved.exists():
     return json.loads(saved.read_text())
-  out = _build_lucene(
-      _corpus(name, c, vocab)(), workdir / f'{name}-lucene-views',
-      IndexBuildConfig(**c.index), c.heap_mb,
+  path = workdir / f'{name}-lucene-views'
+  out = _build(
+      _corpus(name, c, vocab)(), path,
+      lambda: lucene_index.LuceneIndexWriter(
+          path, IndexBuildConfig(**c.index), c.heap_mb
+      ),
   )  # fmt: skip
   saved.write_text(json.dumps(out, indent=1) + '\n')
   return out

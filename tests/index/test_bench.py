@@ -35,6 +35,30 @@ def test_bench_binary_pulse(tmp_path, repo_root):
   assert all(r['queries'] == 6 and r['qps'] > 0 for r in result['latency'])
 
 
+def test_bench_lucene_backend_pulse(tmp_path, repo_root):
+  cmd = [
+      sys.executable, '-m', 'index.bench',
+      '--config=tpu_configs/search/bench.py:tiny',
+      f'--workdir={tmp_path}',
+      "--config.corpora=('synthetic',)",
+      '--config.synthetic_docs=300',
+      '--config.per_view_docs=100',
+      '--config.queries=6',
+      '--config.warmup=2',
+      '--config.lucene_backend=True',
+      '--config.lucene_jit_warmup=10',
+  ]  # fmt: skip
+  out = subprocess.run(
+      cmd, cwd=repo_root, capture_output=True, text=True, timeout=180,
+      check=False,
+  )  # fmt: skip
+  assert out.returncode == 0, out.stderr[-2000:]
+  (result,) = json.loads((tmp_path / 'bench.json').read_text())
+  assert result['build_lucene_backend']['counts']['doc'] == 300
+  names = {r['name'] for r in result['latency']}
+  assert 'lucene backend: 3 views + RRF + snippets' in names
+
+
 def test_measure_latency_counts_every_query():
   seen = []
   stats = benchmark.measure_latency('x', seen.append, list('abcdef'), 3, 2)
