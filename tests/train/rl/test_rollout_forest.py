@@ -11,19 +11,25 @@ from search_agent.train.rl import rollout_forest as rf
 
 
 class FakeEngine:
-  """Each request sleeps `delay` and adds an assistant turn + observation."""
+  """Each request takes `steps` event-loop turns, then adds an assistant turn
+  and an observation.
+
+  Counting loop turns (not wall-clock sleeps) makes the order in which
+  requests finish the same on a loaded machine.
+  """
 
   def __init__(self, plan):
-    self.plan = plan  # rollout id -> (turns needed, seconds per request)
+    self.plan = plan  # rollout id -> (turns needed, loop turns per request)
     self.turns = {r: 0 for r in plan}
     self.cancelled = []
     self.prefix_lengths = {}
 
   async def __call__(self, rid, prefix, version):
-    need, delay = self.plan[rid]
+    need, steps = self.plan[rid]
     self.prefix_lengths.setdefault(rid, []).append(len(prefix.token_ids))
     try:
-      await asyncio.sleep(delay)
+      for _ in range(steps):
+        await asyncio.sleep(0)
     except asyncio.CancelledError:
       self.cancelled.append(rid)
       raise
@@ -58,13 +64,13 @@ def test_forest_splices_deltas():
 
 
 def test_interrupt_once_enough_finish_then_resume_from_committed_prefix():
-  # slow0 commits one turn (t=0.1) before fast2 finishes (t=0.15).
+  # slow0 commits one turn (loop turn 100) before fast2 finishes (150).
   plan = {
-      'fast0': (1, 0.001),
-      'fast1': (1, 0.001),
-      'fast2': (1, 0.15),
-      'slow0': (3, 0.1),
-      'slow1': (2, 0.5),
+      'fast0': (1, 1),
+      'fast1': (1, 1),
+      'fast2': (1, 150),
+      'slow0': (3, 100),
+      'slow1': (2, 500),
   }
   engine = FakeEngine(plan)
   pr = rf.PartialRollouts(rf.RolloutForest(), engine)
