@@ -64,6 +64,8 @@ class DataConfig:
       (`[{title, text}]` corpus JSON: loss on every token,
       `train.sft.pretrain_data`).
     synthetic_fraction: Pretrain: share of synthetic copy/recall sequences.
+    synthetic_kinds: Pretrain: the synthetic kinds used in turn ('copy',
+      'recall', 'shuffle'; `train.sft.pretrain_data`).
   """
 
   train_path: str
@@ -79,6 +81,7 @@ class DataConfig:
   num_epochs: int | None = 1
   mode: str = 'sft'
   synthetic_fraction: float = 0.0
+  synthetic_kinds: tuple[str, ...] = ('copy', 'recall')
 
 
 class JsonlTrajectories:

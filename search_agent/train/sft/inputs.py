@@ -94,7 +94,9 @@ class Inputs:
     d = self.cfg.data
     if d.mode == 'sft':
       return data_lib.JsonlTrajectories(path, lines, d.format)
-    return pretrain_data.CorpusTexts(path, lines, d.synthetic_fraction, d.seed)
+    return pretrain_data.CorpusTexts(
+        path, lines, d.synthetic_fraction, d.seed, tuple(d.synthetic_kinds)
+    )
 
   def train_updates(self) -> grain.IterDataset:
     d = self.cfg.data
@@ -106,6 +108,19 @@ class Inputs:
     d = self.cfg.data
     return data_lib.packed_validation(
         self._source(d.val_path, d.val_lines), self.examples, d
+    )
+
+  def copy_probe(self) -> Iterator[data_lib.Example] | None:
+    """Pretrain mode: the copy probe over the validation documents' titles
+    (`pretrain_data.copy_probe_texts`) as validation batches; else None."""
+    d = self.cfg.data
+    if d.mode != 'pretrain' or not d.val_path:
+      return None
+    titles = pretrain_data.CorpusTexts(d.val_path, d.val_lines).titles
+    return data_lib.packed_validation(
+        pretrain_data.copy_probe_texts(titles),
+        pretrain_data.copy_probe_fn(self.tokenizer, d.seq_len),
+        d,
     )
 
 

@@ -10,6 +10,18 @@ seeded by their index (deterministic, so resume is exact):
   * copy:   `copy: T1; T2; T3\\nagain: T1; T2; T3`
   * recall: `facts: T1 = w1; T2 = w2; T3 = w3\\nrecall T2 = w2`, where w is
     the first few words of that document's text.
+  * shuffle: `words: v1 ... v12\\nagain: v1 ... v12`, twelve words drawn
+    from three documents' texts in random order, so nothing but copying
+    predicts the second half (the cleanest signal for induction).
+
+`data.synthetic_kinds` names the kinds used, in turn (k-th sequence: kind
+k mod len(kinds)).
+
+The copy probe (`copy_probe`) measures copying itself: `copy: A; B; C\\nagain:
+A; B; C` over the validation documents' titles (names the training
+sequences never copy), loss only on the repeated names. Its token-mean NLL is
+`copy_nll` in the validation rows: ~4 nats when the model only guesses
+names, near 0 once it copies.
 
 A tiny model SFT'd from scratch learns the tool-call template but never
 copies the question's entity into its query (../shared/notes/learning); these
@@ -30,6 +42,9 @@ from search_agent.train import data as data_lib
 
 NAMES_PER_SEQUENCE = 3
 RECALL_WORDS = 6
+SHUFFLE_WORDS = 12
+KINDS = ('copy', 'recall', 'shuffle')
+PROBE_SEQUENCES = 64
 
 
 class CorpusTexts:
@@ -41,11 +56,18 @@ class CorpusTexts:
       lines: tuple[int, int] = (0, 0),
       synthetic_fraction: float = 0.0,
       seed: int = 0,
+      kinds: tuple[str, ...] = ('copy', 'recall'),
   ):
     if not 0.0 <= synthetic_fraction < 1.0:
       raise data_lib.DataError(
           f'synthetic_fraction must be in [0, 1), got {synthetic_fraction}'
       )
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+      raise data_lib.DataError(
+          f'synthetic_kinds {tuple(kinds)}: use a non-empty tuple of {KINDS}'
+      )
+    self._kinds = tuple(kinds)
     try:
       with open(path, encoding='utf-8') as f:
         docs = json.load(f)
@@ -75,14 +97,23 @@ class CorpusTexts:
       return f'{title}\n{text}'
     return self.synthetic(index - len(self._docs))
 
+  @property
+  def titles(self) -> list[str]:
+    return [title for title, _ in self._docs]
+
   def synthetic(self, k: int) -> str:
-    """The k-th synthetic sequence (copy for even k, recall for odd)."""
+    """The k-th synthetic sequence, of kind kinds[k % len(kinds)]."""
     rng = np.random.default_rng((self._seed, k))
     picks = rng.choice(len(self._docs), NAMES_PER_SEQUENCE, replace=False)
     titles = [self._docs[i][0] for i in picks]
-    if k % 2 == 0:
+    kind = self._kinds[k % len(self._kinds)]
+    if kind == 'copy':
       names = '; '.join(titles)
       return f'copy: {names}\nagain: {names}'
+    if kind == 'shuffle':
+      pool = [w for i in picks for w in self._docs[i][1].split()]
+      words = ' '.join(rng.choice(pool, min(SHUFFLE_WORDS, len(pool))))
+      return f'words: {words}\nagain: {words}'
     words = [' '.join(self._docs[i][1].split()[:RECALL_WORDS]) for i in picks]
     facts = '; '.join(f'{t} = {w}' for t, w in zip(titles, words))
     j = int(rng.integers(NAMES_PER_SEQUENCE))
@@ -111,5 +142,39 @@ def example_fn(tokenizer, seq_len: int) -> Callable[[str], list]:
 
   def examples(text: str) -> list[data_lib.Example]:
     return windows(tokenizer.encode(text) + [eos], seq_len)
+
+  return examples
+
+
+def copy_probe_texts(titles: list[str], n: int = PROBE_SEQUENCES) -> list[str]:
+  """`n` copy sequences over `titles` (fixed draws: comparable across runs)."""
+  if len(titles) < NAMES_PER_SEQUENCE:
+    raise data_lib.DataError(
+        f'the copy probe needs {NAMES_PER_SEQUENCE} titles, got {len(titles)}'
+    )
+  rng = np.random.default_rng(12345)
+  out = []
+  for _ in range(n):
+    picks = rng.choice(len(titles), NAMES_PER_SEQUENCE, replace=False)
+    out.append('; '.join(titles[i] for i in picks))
+  return out
+
+
+def copy_probe_fn(tokenizer, seq_len: int) -> Callable[[str], list]:
+  """Names -> the probe example: loss only on the names' second occurrence."""
+
+  def examples(names: str) -> list[data_lib.Example]:
+    prefix = tokenizer.encode(f'copy: {names}\nagain:')
+    ids = tokenizer.encode(f'copy: {names}\nagain: {names}')
+    shared = 0
+    while shared < min(len(prefix), len(ids)) and prefix[shared] == ids[shared]:
+      shared += 1
+    if len(ids) - 1 > seq_len:
+      raise data_lib.DataError(
+          f'copy probe sequence of {len(ids)} tokens > seq_len {seq_len}'
+      )
+    ids = np.asarray(ids, np.int32)
+    mask = (np.arange(1, len(ids)) >= shared).astype(np.int32)
+    return [{'inputs': ids[:-1], 'targets': ids[1:], 'loss_mask': mask}]
 
   return examples

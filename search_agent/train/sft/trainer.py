@@ -79,12 +79,26 @@ class _Run:
 
 def validation_nll(run: _Run, params, cfg: sft_config.SFTConfig) -> float:
   """Token-mean NLL over the whole validation file."""
-  nll, count = 0.0, 0.0
   del cfg
-  for batch in run.inputs.validation():
+  return _mean_nll(run, params, run.inputs.validation())
+
+
+def _mean_nll(run: _Run, params, batches) -> float:
+  nll, count = 0.0, 0.0
+  for batch in batches:
     n, c = run.eval_step(params, jax.device_put(batch, run.sharding))
     nll, count = nll + float(n), count + float(c)
   return nll / max(count, 1.0)
+
+
+def validation_metrics(run: _Run, params, cfg: sft_config.SFTConfig) -> dict:
+  """{'nll'} over the validation file; pretraining adds 'copy_nll', the
+  copy probe's NLL per repeated-name token (`pretrain_data`)."""
+  out = {'nll': validation_nll(run, params, cfg)}
+  probe = run.inputs.copy_probe()
+  if probe is not None:
+    out['copy_nll'] = _mean_nll(run, params, probe)
+  return out
 
 
 def _update(run: _Run, state: dict, batch: dict) -> tuple[dict, dict]:
@@ -197,8 +211,7 @@ def train(
         step == cfg.total_updates
         or (cfg.eval_every and step % cfg.eval_every == 0)
     ):
-      nll = validation_nll(run, state['params'], cfg)
-      writer.write(step, 'val', {'nll': nll})
+      writer.write(step, 'val', validation_metrics(run, state['params'], cfg))
     if ckpt.should_save(step, cfg.total_updates):
       ckpt.save(step, state, it.get_state())
     if on_update is not None:

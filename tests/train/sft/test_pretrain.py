@@ -44,6 +44,37 @@ def test_corpus_texts_then_synthetic_copy_and_recall(corpus):
   ]
   with pytest.raises(data_lib.DataError, match='synthetic_fraction'):
     pretrain_data.CorpusTexts(corpus, synthetic_fraction=1.0)
+  with pytest.raises(data_lib.DataError, match="'copies'"):
+    pretrain_data.CorpusTexts(corpus, kinds=('copy', 'copies'))
+
+
+def test_shuffle_sequences_repeat_words_of_the_documents(corpus):
+  src = pretrain_data.CorpusTexts(
+      corpus, (0, 100), synthetic_fraction=0.5, kinds=('shuffle',)
+  )
+  with open(corpus, encoding='utf-8') as f:
+    vocab = {w for d in json.load(f)[:100] for w in d['text'].split()}
+  for k in (100, 101):
+    first, second = src[k].split('\n')
+    words = first.removeprefix('words: ')
+    assert second == f'again: {words}' and len(words.split()) == 12
+    assert set(words.split()) <= vocab
+  assert src[100] != src[101]
+
+
+def test_copy_probe_loss_is_on_the_repeated_names_only(
+    corpus, tiny_tokenizer_dir
+):
+  tok = tokenizer_lib.load_tokenizer(str(tiny_tokenizer_dir))
+  titles = pretrain_data.CorpusTexts(corpus, (200, 220)).titles
+  texts = pretrain_data.copy_probe_texts(titles, 4)
+  assert texts == pretrain_data.copy_probe_texts(titles, 4)  # fixed draws
+  (ex,) = pretrain_data.copy_probe_fn(tok, 256)(texts[0])
+  scored = ex['targets'][ex['loss_mask'] == 1]
+  assert tok.decode(scored.tolist()).strip() == texts[0]
+  assert ex['loss_mask'][0] == 0 and ex['loss_mask'][-1] == 1
+  with pytest.raises(data_lib.DataError, match='seq_len'):
+    pretrain_data.copy_probe_fn(tok, 4)(texts[0])
 
 
 def test_windows_target_every_token_once():
@@ -102,7 +133,10 @@ def test_pretrain_then_sft_from_its_checkpoint(
   # Every real token is a target (~150-token documents in 256-token rows).
   assert all(r['tokens'] > 0.6 * 2 * 256 for r in rows)
   assert rows[-1]['nll'] < rows[0]['nll']
-  assert metrics_lib.read_metrics(str(pre / 'metrics.jsonl'), 'val')
+  val = metrics_lib.read_metrics(str(pre / 'metrics.jsonl'), 'val')
+  assert [r['step'] for r in val] == [3, 6]
+  # The copy probe: untrained, a repeated name costs nats per token.
+  assert all(np.isfinite(r['copy_nll']) and r['copy_nll'] > 1.0 for r in val)
 
   sft = _cfg(
       corpus,
