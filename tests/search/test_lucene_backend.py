@@ -13,6 +13,7 @@ run_tests.sh does it) or a Java 21+, these tests fail, never skip.
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -238,3 +239,41 @@ def test_served_config_builds_and_searches(tmp_path):
     assert manifest['backend'] == 'lucene'
   finally:
     engine.close()
+
+
+def test_a_failed_build_can_be_rerun_in_its_directory(tmp_path, monkeypatch):
+  # Batches of 1: the documents before the failure reach Lucene.
+  monkeypatch.setattr(lucene_index, 'BATCH_DOCS', 1)
+  path = tmp_path / 'retry'
+  with pytest.raises(BackendError, match='duplicate doc_id'):
+    with lucene_index.LuceneIndexWriter(path, BUILD) as w:
+      w.add_all([EXTRA[0], EXTRA[1], EXTRA[0]])
+  # The aborted build's store files were in the way (FileAlreadyExists).
+  with lucene_index.LuceneIndexWriter(path, BUILD) as w:
+    w.add_all(EXTRA)
+  backend = LuceneBackend(path)
+  try:
+    assert backend.num_documents() == len(EXTRA)
+    assert backend.get_documents(['ex-sub', 'ex-other']) == EXTRA[1:5:3]
+  finally:
+    backend.close()
+
+
+def test_a_refused_writer_releases_what_it_opened(tmp_path):
+  # A committed passage index but no doc index: the writer opens doc/, then
+  # refuses passage/; doc/'s write lock must not stay held in this JVM.
+  path = tmp_path / 'half'
+  with lucene_index.LuceneIndexWriter(path, BUILD) as w:
+    w.add_all(EXTRA)
+  (path / lucene_index.CONFIG_FILE).unlink()
+  shutil.rmtree(path / 'doc')
+  with pytest.raises(BackendError, match='already holds an index'):
+    lucene_index.LuceneIndexWriter(path, BUILD)
+  shutil.rmtree(path / 'passage')
+  with lucene_index.LuceneIndexWriter(path, BUILD) as w:
+    w.add_all(EXTRA[:2])
+  backend = LuceneBackend(path)
+  try:
+    assert backend.num_documents() == 2
+  finally:
+    backend.close()

@@ -54,9 +54,29 @@ public final class ViewsWriter implements AutoCloseable {
     }
     this.window = window;
     this.stride = stride;
-    docWriter = open(Path.of(dir, Views.DOC_DIR), stem, removeStopwords, ramBufferMb);
-    passageWriter = open(Path.of(dir, Views.PASSAGE_DIR), stem, removeStopwords, ramBufferMb);
-    store = new DocStore.Writer(Path.of(dir));
+    // What was opened is rolled back if a later part fails: its write.lock
+    // would otherwise stay held by this JVM and block every retry in-process.
+    IndexWriter d = null;
+    IndexWriter p = null;
+    try {
+      d = open(Path.of(dir, Views.DOC_DIR), stem, removeStopwords, ramBufferMb);
+      p = open(Path.of(dir, Views.PASSAGE_DIR), stem, removeStopwords, ramBufferMb);
+      store = new DocStore.Writer(Path.of(dir));
+    } catch (IOException | RuntimeException e) {
+      for (IndexWriter w : new IndexWriter[] {p, d}) {
+        if (w != null) {
+          try {
+            w.rollback();
+          } catch (IOException | RuntimeException suppressed) {
+            e.addSuppressed(suppressed);
+          }
+        }
+      }
+      pool.shutdownNow();
+      throw e;
+    }
+    docWriter = d;
+    passageWriter = p;
   }
 
   private static IndexWriter open(Path path, boolean stem, boolean stop, double ramMb)
