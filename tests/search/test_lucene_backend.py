@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 
+import jpype
 import pytest
 
 from search_agent.corpus import twowiki
@@ -277,3 +278,20 @@ def test_a_refused_writer_releases_what_it_opened(tmp_path):
     assert backend.num_documents() == 2
   finally:
     backend.close()
+
+
+def test_the_writer_buffers_fit_the_jvm_heap(tmp_path):
+  # writer.heap_mb is the Lucene RAM buffer of each of the two indexes: at
+  # 1,024 (or 512, with the batch) they outgrew the 1 GB heap and the
+  # build died of OutOfMemoryError.
+  with lucene_index.LuceneIndexWriter(
+      tmp_path / 'big', BUILD, ram_buffer_mb=4096
+  ) as w:
+    heap_mb = int(jpype.java.lang.Runtime.getRuntime().maxMemory()) / 2**20
+    assert heap_mb > 0
+    assert w._writer.ramBufferMb() <= heap_mb / 4  # pylint: disable=protected-access
+    w.add_all(EXTRA)
+  with lucene_index.LuceneIndexWriter(
+      tmp_path / 'small', BUILD, ram_buffer_mb=16
+  ) as w:
+    assert w._writer.ramBufferMb() == 16  # pylint: disable=protected-access
