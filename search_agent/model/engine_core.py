@@ -343,11 +343,12 @@ class EngineCore:
     if b == self.slots:
       return None
     if b not in self._decode_modes:
-      mode = sampler_lib.split_mode(
-          self._mt_config_for(b), self.mesh, 'autoregressive'
-      )
-      mode['cache'] = None  # its rows come from self.cache
-      self._decode_modes[b] = mode
+      # No cache of its own (its rows come from self.cache): a zeroed one
+      # would be on device next to self.cache while it is made.
+      self._decode_modes[b] = sampler_lib.split_mode(
+          self._mt_config_for(b), self.mesh, 'autoregressive',
+          with_cache=False,
+      )  # fmt: skip
     idle = [i for i in range(self.slots) if i not in set(active)]
     return np.asarray(active + idle[: b - len(active)], np.int32)
 
