@@ -205,15 +205,18 @@ class EngineCore:
     rows: (slot, offset, token_ids): the KV of token_ids goes to the slot's
     context entries offset.., each token attending to entries 0..offset-1
     and causally to the tokens before it, as if fed one per decode step.
-    A row is cut into pieces of at most `max_extend` tokens (piece r of
-    every row in round r); a round's rows are padded to a power-of-four
-    count and their tokens to a power-of-two width, and split into forwards
-    of at most `extend_budget` padded tokens (it bounds the attention
-    weights, [rows, heads, width, max_context]).
+    A row is cut into pieces of at most `max_extend` tokens whose padded
+    width fits `extend_budget` (piece r of every row in round r); a round's
+    rows are padded to a power-of-four count and their tokens to a
+    power-of-two width, and split into forwards of at most `extend_budget`
+    padded tokens (it bounds the attention weights, [rows, heads, width,
+    max_context]; one row of 16 tokens at the least).
     """
     if len({s for s, _, _ in rows}) < len(rows):
       raise ValueError('extend of one slot twice in one call')
     piece = self.max_extend
+    while piece > 16 and self.extend_width(piece) > self.extend_budget:
+      piece = (piece + 1) // 2
     logits = [None] * len(rows)
     routes = [[] for _ in rows]
     r = padded = 0
@@ -340,11 +343,12 @@ class EngineCore:
     if b == self.slots:
       return None
     if b not in self._decode_modes:
-      mode = sampler_lib.split_mode(
-          self._mt_config_for(b), self.mesh, 'autoregressive'
-      )
-      mode['cache'] = None  # its rows come from self.cache
-      self._decode_modes[b] = mode
+      # No cache of its own (its rows come from self.cache): a zeroed one
+      # would be on device next to self.cache while it is made.
+      self._decode_modes[b] = sampler_lib.split_mode(
+          self._mt_config_for(b), self.mesh, 'autoregressive',
+          with_cache=False,
+      )  # fmt: skip
     idle = [i for i in range(self.slots) if i not in set(active)]
     return np.asarray(active + idle[: b - len(active)], np.int32)
 

@@ -54,10 +54,11 @@ class EngineConfig:
     max_context: Longest prompt (tokens), also the most context a session
       keeps between turns.
     max_new_tokens: Most tokens one request may generate.
-    max_chunk: Most new prompt tokens appended to a cached context in one
-      extend forward (`engine_core.EngineCore.extend`; it bounds the
-      extend's compiled lengths); a longer new chunk re-prefills the whole
-      context in MaxText's prefill mode.
+    max_chunk: Most new prompt tokens appended to a cached context by
+      extend forwards (`engine_core.EngineCore.extend`: one, or pieces that
+      fit its extend_budget; it bounds the extend's compiled lengths); a
+      longer new chunk re-prefills the whole context in MaxText's prefill
+      mode.
     prefill_min_tokens: A fresh prompt this long or longer is prefilled in
       one prefill-mode forward; a shorter one goes through an extend.
     steps_per_call: Decode steps per device call (requests join and leave

@@ -259,9 +259,13 @@ def _ends_with_stop(tokens, stop_strings, decode_fn) -> bool:
   return any(s in tail[-(len(s) + 16) :] for s in stop_strings)
 
 
-def split_mode(mt_config, mesh, mode: str) -> dict:
+def split_mode(mt_config, mesh, mode: str, *, with_cache: bool = True) -> dict:
   """A mode's graph, zeroed cache, RNG state and abstract params (weights
-  come from set_params: none are initialized, XLA drops their init)."""
+  come from set_params: none are initialized, XLA drops their init).
+
+  `with_cache=False`: no cache is made ('cache' is None; the caller brings
+  its own), so none is allocated, not even for a moment.
+  """
   create_fn, abstract = model_creation_utils.create_nnx_abstract_model(
       mt_config, mesh, model_mode=mode
   )
@@ -272,15 +276,22 @@ def split_mode(mt_config, mesh, mode: str) -> dict:
       is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct),
   )
   with maxtext_model.MeshAndRules(mesh, mt_config.logical_axis_rules):
-    cache, rest = jax.jit(
-        lambda: nnx.state(create_fn(), nnx.Param, nnx.Cache, ...)[1:],
-        out_shardings=shardings,
-    )()
+    if with_cache:
+      cache, rest = jax.jit(
+          lambda: nnx.state(create_fn(), nnx.Param, nnx.Cache, ...)[1:],
+          out_shardings=shardings,
+      )()
+    else:
+      cache = None
+      rest = jax.jit(
+          lambda: nnx.state(create_fn(), nnx.Param, nnx.Cache, ...)[2],
+          out_shardings=shardings[1],
+      )()
   return {
       'name': mode,
       'graphdef': graphdef,
       'params': nnx.to_pure_dict(params),
-      'cache': nnx.to_pure_dict(cache),
+      'cache': None if cache is None else nnx.to_pure_dict(cache),
       'rest': rest,
   }
 

@@ -23,9 +23,13 @@ class BackendError(RuntimeError):
 
 
 def admit_doc_id(doc_id: str, seen: set[str]) -> None:
-  """Adds a new doc_id to `seen`; BackendError if empty, multi-line or seen."""
-  if '\n' in doc_id or not doc_id:
-    raise BackendError(f'doc_id {doc_id!r} is empty or has a newline')
+  """Adds a new doc_id to `seen`; BackendError if empty, multi-line or seen.
+
+  A line break is '\\n' or '\\r': doc_ids.txt is read back with universal
+  newlines (Python) and `Files.readAllLines` (the Lucene backend's Java).
+  """
+  if '\n' in doc_id or '\r' in doc_id or not doc_id:
+    raise BackendError(f'doc_id {doc_id!r} is empty or has a line break')
   if doc_id in seen:
     raise BackendError(f'duplicate doc_id {doc_id!r}; doc_ids must be unique')
   seen.add(doc_id)

@@ -66,11 +66,14 @@ class LuceneIndexWriter:
     self._dir.mkdir(parents=True, exist_ok=True)
     self._config = config
     writer_class = lucene_jvm.java_class('ViewsWriter')
-    self._writer = writer_class(
-        str(self._dir), config.passage_window_words,
-        config.passage_stride_words, config.stem, config.remove_stopwords,
-        float(ram_buffer_mb),
-    )  # fmt: skip
+    try:
+      self._writer = writer_class(
+          str(self._dir), config.passage_window_words,
+          config.passage_stride_words, config.stem, config.remove_stopwords,
+          float(ram_buffer_mb),
+      )  # fmt: skip
+    except jpype.JException as e:
+      raise BackendError(f'cannot write a Lucene index in {self._dir}: {e}')
     self._ids_file = open(self._dir / DOC_IDS_FILE, 'w', encoding='utf-8')
     self._seen: set[str] = set()
     self._batch: list[Document] = []

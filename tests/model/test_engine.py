@@ -267,3 +267,75 @@ def test_extend_equals_feeding_tokens_one_by_one(tiny_cfg, model1):
     if name == 'cache_prefill_segment_id':
       assert (rows[0][:end] == 1).all() and (rows[0][end:] == 0).all()
       assert (rows[1][short:] == 0).all()
+
+
+def test_a_row_wider_than_the_extend_budget_goes_in_pieces_that_fit(
+    tiny_cfg, model1
+):
+  """extend_budget bounds every forward's padded tokens (the attention
+  weights, [rows, heads, width, max_context]), a single long row's too; the
+  pieces leave what one wide forward leaves."""
+  core = engine_core.EngineCore(
+      tiny_cfg, families.layout_preset('fsdp'), slots=2, max_context=64,
+      ring_len=24, steps_per_call=4, max_extend=64, extend_budget=64,
+      devices=jax.devices()[:1],
+  )  # fmt: skip
+  params, ctx, new = model1.params, list(range(40, 50)), list(range(5, 45))
+  for slot in range(2):
+    core.prefill(params, ctx)
+    core.install(slot, len(ctx))
+  sizes = []
+  call = core._extend_call  # pylint: disable=protected-access
+
+  def spy(p, rows):
+    out = call(p, rows)
+    sizes.append(out[2])
+    return out
+
+  core._extend_call = spy  # pylint: disable=protected-access
+  wide = core.extend(params, [(0, len(ctx), new)])
+  assert sizes == [64]
+  sizes.clear()
+  core.extend_budget = 16
+  cut = core.extend(params, [(1, len(ctx), new)])
+  assert sizes == [16, 16, 16] and cut.padded_tokens == 48
+  np.testing.assert_allclose(cut.logits_rv, wide.logits_rv, atol=1e-4)
+  if wide.routing[0] is not None:
+    np.testing.assert_array_equal(cut.routing[0], wide.routing[0])
+  end = len(ctx) + len(new)
+  for path, x in engine_core._flat(core.cache):  # pylint: disable=protected-access
+    name, ax = engine_core._leaf(path, core._axes)  # pylint: disable=protected-access
+    if name in ('cached_prefill_key', 'cached_prefill_value',
+                'cache_prefill_segment_id'):  # fmt: skip
+      a, b = (np.asarray(ax.row(x, i))[:end] for i in range(2))
+      np.testing.assert_allclose(b, a, atol=1e-5)
+
+
+def test_a_smaller_decode_batch_makes_no_cache_of_its_own(
+    tiny_cfg, monkeypatch
+):
+  """The decode graph of a batch of busy slots reads its rows from the
+  slots' cache: making it allocates no cache of its own (it used to make a
+  zeroed one and drop it, for a moment up to ~80% more cache on device)."""
+  core = engine_core.EngineCore(
+      tiny_cfg, families.layout_preset('fsdp'), slots=4, max_context=64,
+      ring_len=24, steps_per_call=4, devices=jax.devices()[:1],
+  )  # fmt: skip
+  made, jit = [], jax.jit
+
+  def spy(f, *args, **kwargs):
+    g = jit(f, *args, **kwargs)
+
+    def call(*a, **kw):
+      out = g(*a, **kw)
+      made.append(sum(x.nbytes for x in jax.tree.leaves(out)))
+      return out
+
+    return call
+
+  monkeypatch.setattr(jax, 'jit', spy)
+  rows = core._rows([2])  # pylint: disable=protected-access
+  monkeypatch.undo()
+  assert rows.tolist() == [2] and made
+  row_bytes = sum(x.nbytes for x in jax.tree.leaves(core.cache)) / 4
+  assert sum(made) < row_bytes / 10

@@ -13,7 +13,9 @@ run_tests.sh does it) or a Java 21+, these tests fail, never skip.
 
 import json
 import re
+import shutil
 
+import jpype
 import pytest
 
 from search_agent.corpus import twowiki
@@ -238,3 +240,58 @@ def test_served_config_builds_and_searches(tmp_path):
     assert manifest['backend'] == 'lucene'
   finally:
     engine.close()
+
+
+def test_a_failed_build_can_be_rerun_in_its_directory(tmp_path, monkeypatch):
+  # Batches of 1: the documents before the failure reach Lucene.
+  monkeypatch.setattr(lucene_index, 'BATCH_DOCS', 1)
+  path = tmp_path / 'retry'
+  with pytest.raises(BackendError, match='duplicate doc_id'):
+    with lucene_index.LuceneIndexWriter(path, BUILD) as w:
+      w.add_all([EXTRA[0], EXTRA[1], EXTRA[0]])
+  # The aborted build's store files were in the way (FileAlreadyExists).
+  with lucene_index.LuceneIndexWriter(path, BUILD) as w:
+    w.add_all(EXTRA)
+  backend = LuceneBackend(path)
+  try:
+    assert backend.num_documents() == len(EXTRA)
+    assert backend.get_documents(['ex-sub', 'ex-other']) == EXTRA[1:5:3]
+  finally:
+    backend.close()
+
+
+def test_a_refused_writer_releases_what_it_opened(tmp_path):
+  # A committed passage index but no doc index: the writer opens doc/, then
+  # refuses passage/; doc/'s write lock must not stay held in this JVM.
+  path = tmp_path / 'half'
+  with lucene_index.LuceneIndexWriter(path, BUILD) as w:
+    w.add_all(EXTRA)
+  (path / lucene_index.CONFIG_FILE).unlink()
+  shutil.rmtree(path / 'doc')
+  with pytest.raises(BackendError, match='already holds an index'):
+    lucene_index.LuceneIndexWriter(path, BUILD)
+  shutil.rmtree(path / 'passage')
+  with lucene_index.LuceneIndexWriter(path, BUILD) as w:
+    w.add_all(EXTRA[:2])
+  backend = LuceneBackend(path)
+  try:
+    assert backend.num_documents() == 2
+  finally:
+    backend.close()
+
+
+def test_the_writer_buffers_fit_the_jvm_heap(tmp_path):
+  # writer.heap_mb is the Lucene RAM buffer of each of the two indexes: at
+  # 1,024 (or 512, with the batch) they outgrew the 1 GB heap and the
+  # build died of OutOfMemoryError.
+  with lucene_index.LuceneIndexWriter(
+      tmp_path / 'big', BUILD, ram_buffer_mb=4096
+  ) as w:
+    heap_mb = int(jpype.java.lang.Runtime.getRuntime().maxMemory()) / 2**20
+    assert heap_mb > 0
+    assert w._writer.ramBufferMb() <= heap_mb / 4  # pylint: disable=protected-access
+    w.add_all(EXTRA)
+  with lucene_index.LuceneIndexWriter(
+      tmp_path / 'small', BUILD, ram_buffer_mb=16
+  ) as w:
+    assert w._writer.ramBufferMb() == 16  # pylint: disable=protected-access

@@ -138,6 +138,19 @@ def test_writer_rejects_duplicates_and_reuse(index_dir, tmp_path):
     tantivy_index.IndexWriter(index_dir, backend.IndexBuildConfig())
 
 
+@pytest.mark.parametrize('doc_id', ['', 'a\nb', 'a\rb', 'a\r\n'])
+def test_writer_rejects_doc_ids_that_break_doc_ids_txt(tmp_path, doc_id):
+  # doc_ids.txt is read back with universal newlines (Python) and
+  # readAllLines (the Lucene backend's Java): a '\r' in a doc_id used to
+  # build an index whose ordinals no longer matched, and that never opened.
+  bad = Document(doc_id=doc_id, title='t', url='https://a.org/', text='x')
+  with pytest.raises(backend.BackendError, match='empty or has a line break'):
+    with tantivy_index.IndexWriter(
+        tmp_path / 'x', backend.IndexBuildConfig()
+    ) as w:
+      w.add_all([DOCS[0], bad])
+
+
 def test_host_suffixes_and_matching():
   assert sites.host_suffixes('https://A.b.Example.org:8080/x?q') == [
       'a.b.example.org',

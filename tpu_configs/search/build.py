@@ -50,7 +50,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   c.writer = ml_collections.ConfigDict(
       dict(
-          heap_mb=256,  # tantivy writer memory / Lucene RAM buffer per view
+          heap_mb=256,  # tantivy writer memory / Lucene RAM buffer (heap/4 max)
           threads_per_view=1,  # 2 views x 1 thread = the 2 cores
       )
   )

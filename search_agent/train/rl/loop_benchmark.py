@@ -63,8 +63,10 @@ _GROUP_SIZE = flags.DEFINE_integer('group_size', _D.group_size, 'Rollouts.')
 _MEDIAN = flags.DEFINE_float('median_s', _D.median_s, 'Median latency (s).')
 _P99 = flags.DEFINE_float('p99_s', _D.p99_s, 'p99 group latency (s).')
 _REUSE = flags.DEFINE_bool(
-    'reuse', False, 'Keep runs whose metrics.jsonl is complete.'
-)
+    'reuse', False,
+    'Keep runs whose metrics.jsonl is complete (else DIR/<mode> must be'
+    ' empty or absent).',
+)  # fmt: skip
 
 
 def _lines(path: str) -> list[dict]:
@@ -112,6 +114,11 @@ def main(argv):
   for mode in sc.MODES:
     shape.warmup(mode)  # fails early on a shape with unequal group counts
     shape.updates(mode)
+  if stale := sc.runs_in_the_way(_WORKDIR.value, shape, _REUSE.value):
+    raise app.UsageError(
+        f'a previous run that rl.run would resume is in {", ".join(stale)};'
+        ' remove it (or pass --reuse to keep a complete one)'
+    )
   out = {}
   for mode in sc.MODES:
     wd = os.path.join(_WORKDIR.value, mode)

@@ -82,13 +82,43 @@ class Shape:
     return groups // self.groups_per_update
 
   def warmup(self, mode: str) -> int:
-    """Updates of `mode` before the measured window."""
+    """Updates of `mode` before the measured window.
+
+    Raises:
+      ValueError: unless 1 <= warmup_sync_updates < sync_updates (the
+        window starts at the end of an update and holds one at least), or
+        as `updates`.
+    """
+    if not 1 <= self.warmup_sync_updates < self.sync_updates:
+      raise ValueError(
+          f'warm-up of {self.warmup_sync_updates} synchronous updates: need'
+          f' 1 <= warm-up < the {self.sync_updates} updates'
+      )
     return dataclasses.replace(
         self, sync_updates=self.warmup_sync_updates
     ).updates(mode)
 
   def groups_in_update(self, mode: str) -> int:
     return self.slots if mode == 'synchronous' else self.groups_per_update
+
+
+def runs_in_the_way(workdir: str, shape: Shape, reuse: bool) -> list[str]:
+  """The mode directories under `workdir` that hold a previous run the
+  benchmark would not keep (`reuse` keeps the complete ones): rl.run
+  resumes a workdir, so starting there would measure the old run (or a
+  resumed one, its restart included) as this one."""
+  out = []
+  for mode in MODES:
+    wd = pathlib.Path(workdir) / mode
+    if not wd.is_dir() or not any(wd.iterdir()):
+      continue
+    path = wd / 'metrics.jsonl'
+    done = path.is_file() and sum(
+        1 for l in path.read_text(encoding='utf-8').splitlines() if l.strip()
+    ) >= shape.updates(mode)
+    if not (reuse and done):
+      out.append(str(wd))
+  return out
 
 
 def run_args(mode: str, workdir: str, shape: Shape) -> list[str]:

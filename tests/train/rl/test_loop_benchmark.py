@@ -126,3 +126,33 @@ def test_compute_share_counts_groups_slower_than_their_draw():
       {'seconds': 3.0},  # no draw recorded
   ]
   assert loop_benchmark.compute_share(metas) == 0.5
+
+
+@pytest.mark.parametrize('warmup, updates', [(0, 9), (9, 9), (10, 9)])
+def test_a_warmup_that_leaves_no_window_fails_up_front(warmup, updates):
+  # summarize() divided by a zero-length window after both runs had run.
+  shape = loop_benchmark.Shape(
+      slots=40, groups_per_update=40, sync_updates=updates,
+      warmup_sync_updates=warmup,
+  )  # fmt: skip
+  with pytest.raises(ValueError, match='warm-up'):
+    shape.warmup('synchronous')
+
+
+def test_previous_runs_in_the_workdir_are_refused(tmp_path):
+  # rl.run resumes its workdir: a second benchmark in the same DIR measured
+  # the previous run (or a resumed one) as its own.
+  shape = loop_benchmark.Shape(sync_updates=3, warmup_sync_updates=1)
+  assert shape.updates('ready_first') == 4
+  check = loop_benchmark.runs_in_the_way
+  assert check(str(tmp_path), shape, reuse=False) == []
+  rf, sync = tmp_path / 'ready_first', tmp_path / 'synchronous'
+  rf.mkdir()
+  assert check(str(tmp_path), shape, reuse=False) == []  # empty: a fresh run
+  (rf / 'metrics.jsonl').write_text('{}\n' * 2)
+  assert check(str(tmp_path), shape, reuse=True) == [str(rf)]  # incomplete
+  (rf / 'metrics.jsonl').write_text('{}\n' * 4)
+  assert check(str(tmp_path), shape, reuse=True) == []
+  assert check(str(tmp_path), shape, reuse=False) == [str(rf)]
+  (sync / 'checkpoints').mkdir(parents=True)  # no metrics yet, still a run
+  assert check(str(tmp_path), shape, reuse=True) == [str(sync)]

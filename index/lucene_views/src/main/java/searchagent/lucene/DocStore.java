@@ -3,6 +3,7 @@ package searchagent.lucene;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
@@ -72,8 +73,17 @@ final class DocStore implements AutoCloseable {
     private final IndexOutput docs;
     private final IndexOutput offsets;
 
+    /**
+     * Creates the store of a new build; files a failed build left behind (its indexes were never
+     * committed, which the caller checked) are replaced.
+     */
     Writer(Path root) throws IOException {
       dir = FSDirectory.open(root.resolve(DIR));
+      for (String name : new String[] {DOCS, OFFSETS}) {
+        if (Files.exists(root.resolve(DIR).resolve(name))) {
+          dir.deleteFile(name);
+        }
+      }
       docs = dir.createOutput(DOCS, IOContext.DEFAULT);
       offsets = dir.createOutput(OFFSETS, IOContext.DEFAULT);
     }

@@ -43,7 +43,8 @@ public final class ViewsWriter implements AutoCloseable {
    * @param dir the views directory (its doc/ and passage/ must not exist)
    * @param window passage window in words
    * @param stride words between passage starts
-   * @param ramBufferMb indexing buffer per index
+   * @param ramBufferMb indexing buffer per index, capped at a quarter of the JVM's heap (two
+   *     buffers over it filled the heap: OutOfMemoryError mid-build)
    */
   public ViewsWriter(
       String dir, int window, int stride, boolean stem, boolean removeStopwords, double ramBufferMb)
@@ -54,9 +55,30 @@ public final class ViewsWriter implements AutoCloseable {
     }
     this.window = window;
     this.stride = stride;
-    docWriter = open(Path.of(dir, Views.DOC_DIR), stem, removeStopwords, ramBufferMb);
-    passageWriter = open(Path.of(dir, Views.PASSAGE_DIR), stem, removeStopwords, ramBufferMb);
-    store = new DocStore.Writer(Path.of(dir));
+    ramBufferMb = Math.min(ramBufferMb, Runtime.getRuntime().maxMemory() / (4.0 * (1 << 20)));
+    // What was opened is rolled back if a later part fails: its write.lock
+    // would otherwise stay held by this JVM and block every retry in-process.
+    IndexWriter d = null;
+    IndexWriter p = null;
+    try {
+      d = open(Path.of(dir, Views.DOC_DIR), stem, removeStopwords, ramBufferMb);
+      p = open(Path.of(dir, Views.PASSAGE_DIR), stem, removeStopwords, ramBufferMb);
+      store = new DocStore.Writer(Path.of(dir));
+    } catch (IOException | RuntimeException e) {
+      for (IndexWriter w : new IndexWriter[] {p, d}) {
+        if (w != null) {
+          try {
+            w.rollback();
+          } catch (IOException | RuntimeException suppressed) {
+            e.addSuppressed(suppressed);
+          }
+        }
+      }
+      pool.shutdownNow();
+      throw e;
+    }
+    docWriter = d;
+    passageWriter = p;
   }
 
   private static IndexWriter open(Path path, boolean stem, boolean stop, double ramMb)
@@ -182,6 +204,11 @@ public final class ViewsWriter implements AutoCloseable {
       start += stride;
     }
     return out;
+  }
+
+  /** The indexing buffer of each index (MB), after the heap cap. */
+  public double ramBufferMb() {
+    return docWriter.getConfig().getRAMBufferSizeMB();
   }
 
   /** {documents, passages} added so far. */
