@@ -275,8 +275,11 @@ def _prepare(text, terms, phrases, analyzer, idf, config):
   query_terms = set(analyzer.terms(' '.join(terms)))
   for phrase in phrases:
     query_terms.update(analyzer.terms(phrase))
+  # Sorted: the BM25 sum runs in this order, so scores (and near-ties)
+  # do not vary with the process's string hash seed.
+  query_terms = sorted(query_terms)
   doc = _analyze(text, query_terms, phrases, analyzer)
-  weights = dict(idf(sorted(query_terms))) if idf else _local_idf(doc)
+  weights = dict(idf(query_terms)) if idf else _local_idf(doc)
   return doc, _Scorer(doc, weights, config)
 
 
