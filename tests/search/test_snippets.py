@@ -1,6 +1,9 @@
 """Hand-worked tests for query-focused snippets and best windows."""
 
 import math
+import random
+import re
+import sys
 
 import pytest
 
@@ -141,12 +144,94 @@ def test_line_breaks_end_sentences_and_vanish_from_output():
     ],
 )
 def test_abbreviations_and_initials_do_not_end_sentences(text):
-  doc = snippets._analyze(text, [], [], A)  # the segmenter itself
+  doc = snippets._Text(text)  # the segmenter itself
   assert doc.sentence_ends == [len(text.split()) - 1], doc.sentence_ends
 
 
 def test_real_sentence_ends_still_split():
   text = 'Alpha beta gamma. Then came Dr. No in 1962. It was a film.'
-  assert snippets._analyze(text, [], [], A).sentence_ends == [2, 8, 12]
+  assert snippets._Text(text).sentence_ends == [2, 8, 12]
   got = snippets.make_snippet(text, ['1962'], [], A, config=SMALL)
   assert got == 'Then came Dr. No in 1962.'
+
+
+def test_document_cache_is_bounded_lru_and_keyed_by_content():
+  cache = snippets.DocumentCache(max_docs=2)
+  a, b, c = 'Alpha one.', 'Beta two.', 'Gamma three.'
+  first = cache.get(a)
+  assert cache.get(a) is first and first.reused
+  cache.get(b)
+  cache.get(a)  # a is now the most recent: c evicts b
+  cache.get(c)
+  assert len(cache) == 2
+  assert cache.get(a) is first
+  assert not cache.get(b).reused  # b was evicted: made again
+  assert (cache.hits, cache.misses) == (3, 4)
+  # A changed text is another entry: never the stale one.
+  changed = cache.get(a.replace('one', 'uno'))
+  assert changed is not first and changed.words == ['Alpha', 'uno.']
+  off = snippets.DocumentCache(max_docs=0)
+  assert off.get(a) is not off.get(a) and len(off) == 0
+
+
+def test_cache_does_not_change_snippets():
+  cache = snippets.DocumentCache(max_docs=4)
+  for _ in range(3):  # miss, then hits (whole-text sentence ends)
+    for terms in (['zebra', 'stripes'], ['gamma'], ['nothing']):
+      got = snippets.make_snippet(TEXT, terms, [], A, config=SMALL, cache=cache)
+      assert got == snippets.make_snippet(
+          TEXT, terms, [], A, config=SMALL, cache=None
+      )
+  assert cache.hits == 8 and cache.misses == 1
+
+
+def test_edited_document_gets_a_fresh_snippet():
+  cache = snippets.DocumentCache()
+  text = 'The zebra runs fast. Nothing else here.'
+  assert snippets.make_snippet(text, ['zebra'], [], A, cache=cache) == text
+  edited = text.replace('zebra', 'horse')
+  got = snippets.make_snippet(edited, ['zebra'], [], A, cache=cache)
+  assert got == edited  # the lead: no match in the new text
+
+
+def test_line_end_marks_equal_the_regex():
+  rng = random.Random(0)
+  pieces = [
+      'a',
+      'Bc.',
+      ' ',
+      '  ',
+      '\t',
+      '\n',
+      '\n\n',
+      ' \n',
+      '\r\n',
+      'é',
+      '\u00a0',
+  ]
+  for _ in range(3000):
+    text = ''.join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+    # pylint: disable-next=protected-access
+    want = snippets._LINE_END_RE.sub('\\1' + snippets._LINE_END + ' ', text)
+    # pylint: disable-next=protected-access
+    assert snippets._mark_line_ends(text).split() == want.split(), repr(text)
+
+
+def test_lowercase_copy_matches_like_re_ignorecase_over_all_unicode():
+  # The lowercase path (snippets._EXTRA_CASES) relies on: where str.lower()
+  # maps a character to one character (not Σ), that is the lowercase re.I
+  # compares, letters/digits stay letters/digits, and re.I's other matches
+  # of a lowercase pattern character are its listed extra equivalents.
+  chars = [
+      chr(i) for i in range(sys.maxunicode + 1)
+      if not 0xD800 <= i < 0xE000 and len(chr(i).lower()) == 1
+  ]  # fmt: skip
+  assert all(c.isalnum() == c.lower().isalnum() for c in chars)
+  text = ''.join(c for c in chars if c != '\u03a3')
+  lower = text.lower()
+  assert len(lower) == len(text)
+  for p in 'abikst0éßøαισςкв':
+    # pylint: disable-next=protected-access
+    extra = snippets._EXTRA_CASES.get(p, ())
+    want = {c for c, l in zip(text, lower) if l == p or l in extra}
+    assert set(re.findall(re.escape(p), text, re.I)) == want, p
