@@ -11,7 +11,9 @@ searched one after another (the previous implementation), with the ratios
 between them measured in the same run. With `lucene_backend` the embedded
 Lucene backend (`search/lucene_backend.py`) is built from the same documents
 and measured beside them: its doc view alone, its fused three views (views
-and RRF in Java, one bridge call) and its full pipeline with snippets. A corpus
+and RRF in Java, one bridge call) and its full pipeline with snippets. The
+snippets of k hits are also timed alone (`benchmark.snippet_cost`: CPU per
+query without and with the document cache). A corpus
 already built in DIR (DIR/<corpus>-build.json) is reused, so
 `--config.stages=build` then a second run measures on the same index.
 """
@@ -231,6 +233,8 @@ def run_corpus(name, c, workdir, vocab) -> dict:
         c.queries + c.warmup, c.query_seed, vocab
     )
     out['latency'] = _latency(engine, previous, lucene, queries, c)
+    # The snippets of k hits alone (CPU), without and with the document cache.
+    out['snippets'] = benchmark.snippet_cost(engine, queries, c.k)
     if c.lucene.python and name == 'synthetic':
       out['lucene'] = _lucene(name, c, workdir, vocab, queries)
       out['latency'].append(out['lucene']['latency'])

@@ -19,6 +19,7 @@ import tantivy
 
 from search_agent.corpus.record import Document
 from search_agent.search import sites
+from search_agent.search import snippets
 from search_agent.search import tantivy_index
 from search_agent.search.backend import IndexBuildConfig
 
@@ -88,6 +89,56 @@ def measure_latency(
       qps=round(len(timed) / wall, 1),
       cpu_ms_per_query=round(cpu / len(timed) * 1000, 2),
   )
+
+
+def snippet_cost(
+    engine,
+    queries: Sequence[str],
+    k: int,
+    cut: Callable = snippets.make_snippet,
+) -> dict[str, float]:
+  """CPU-ms per query of cutting the snippets of its top `k` hits, alone.
+
+  The hits, their documents and the snippet idf are fetched first
+  (untimed). 'cold': no document cache (every document analyzed from
+  scratch). 'warm': a fresh `snippets.DocumentCache` that holds them all,
+  the queries cut three times and the third pass timed: the steady state
+  of documents seen before (a document's whole-text sentence ends are
+  found on its first reuse), as when a group of rollouts repeats a
+  question's searches.
+
+  Args:
+    engine: A `SearchEngine`.
+    queries: Query strings.
+    k: Hits per query.
+    cut: `snippets.make_snippet` or a function of the same arguments.
+  """
+  work = []
+  for text in queries:
+    q = engine.parse(text)
+    hits = engine.search([text], k)[0]
+    docs = engine.get_documents([h.doc_id for h in hits])
+    work.append((q, [d.text for d in docs], engine.query_idf(q)))
+  analyzer, config = engine.analyzer, engine.config.snippet
+
+  def run(cache) -> float:
+    cpu = time.process_time()
+    for q, texts, idf in work:
+      for t in texts:
+        cut(t, q.terms, q.phrases, analyzer, idf, config, cache)
+    return (time.process_time() - cpu) * 1000 / max(1, len(work))
+
+  cold = run(None)
+  warm_cache = snippets.DocumentCache(max_docs=sum(len(t) for _, t, _ in work))
+  run(warm_cache)
+  run(warm_cache)
+  warm = run(warm_cache)
+  return {
+      'queries': len(work),
+      'hits_per_query': round(sum(len(t) for _, t, _ in work) / len(work), 2),
+      'cold_cpu_ms_per_query': round(cold, 3),
+      'warm_cpu_ms_per_query': round(warm, 3),
+  }
 
 
 def ratios(latency: Sequence[dict]) -> dict[str, dict[str, float]]:

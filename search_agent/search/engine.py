@@ -196,12 +196,13 @@ class SearchEngine:
       hits = self._guarded_top_k(ranked, k, docs)
       if self.reranker is not None:
         hits = self.reranker(q, hits)[:k]
-      idf = self._query_idf(q)
+      idf = self.query_idf(q)
       out.append([self._with_snippet(q, h, docs[h.doc_id], idf) for h in hits])
     return out
 
-  def _query_idf(self, q: ParsedQuery) -> snippets.IdfFn | None:
-    """Corpus idf of the query's terms, looked up once per query."""
+  def query_idf(self, q: ParsedQuery) -> snippets.IdfFn | None:
+    """Corpus idf of the query's terms for its snippets, looked up once per
+    query (None: snippets use document-local idf)."""
     if self.idf is None:
       return None
     terms = sorted(set(self.analyzer.terms(' '.join(q.scoring_words()))))

@@ -110,6 +110,12 @@ class _Text:
     """Word indexes that end a sentence, ascending (the whole text)."""
     return _ends_in(self, 0, len(self.words) - 1)
 
+  @functools.cached_property
+  def sentences(self) -> list[tuple[int, int]]:
+    """[start, end) word spans of all sentences (read-only)."""
+    starts = [0] + [e + 1 for e in self.sentence_ends[:-1]]
+    return list(zip(starts, (e + 1 for e in self.sentence_ends)))
+
 
 def _mark_line_ends(text: str) -> str:
   """`_LINE_END_RE.sub('\\1' + _LINE_END + ' ', text)` up to whitespace,
@@ -253,12 +259,27 @@ def _lower_bounded(pattern: str) -> re.Pattern:
   return re.compile(rf'(?<![^\W_])(?:{pattern})(?![^\W_])')
 
 
-def _lowercase_safe(lower: str | None, tokens) -> bool:
+@functools.lru_cache(maxsize=8192)
+def _extra_cases(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
+  """re.I's extra equivalents of the tokens' characters; None when a token
+  is not lowercase letters/digits (then only re.I matches like re.I)."""
+  if not all(t.isalnum() and t == t.lower() for t in tokens):
+    return None
+  chars = set(''.join(tokens))
+  return tuple(sorted({x for c in chars for x in _EXTRA_CASES.get(c, ())}))
+
+
+def _lowercase_safe(lower: str | None, tokens: tuple[str, ...]) -> bool:
   """Whether `tokens` can be matched in the `_Text.lower` copy `lower`."""
-  if lower is None or not all(t.isalnum() and t == t.lower() for t in tokens):
+  if lower is None:
     return False
-  extra = {x for c in set(''.join(tokens)) for x in _EXTRA_CASES.get(c, ())}
-  return not any(x in lower for x in extra)
+  extra = _extra_cases(tokens)
+  return extra is not None and not any(x in lower for x in extra)
+
+
+@functools.lru_cache(maxsize=8192)
+def _prefixes(query_terms: tuple[str, ...]) -> tuple[str, ...]:
+  return tuple(sorted({t[:-1] if len(t) > 2 else t for t in query_terms}))
 
 
 def _analyze(entry: _Text, query_terms, phrases, analyzer) -> _Doc:
@@ -277,16 +298,19 @@ def _analyze(entry: _Text, query_terms, phrases, analyzer) -> _Doc:
   norm, low = entry.norm, entry.lower
   positions: dict[str, list[int]] = {t: [] for t in query_terms}
   if positions:
-    prefixes = tuple(sorted({t[:-1] if len(t) > 2 else t for t in positions}))
+    prefixes = _prefixes(query_terms)
     if _lowercase_safe(low, prefixes):
-      index, term_of = _WordCounter(low), analyzer.term
+      term_of, slot, count = analyzer.term, positions.get, low.count
+      offset = word = 0  # word index by counting spaces, ascending
       for m in _lower_prefix_pattern(prefixes).finditer(low):
         start = m.start()
         if start and low[start - 1].isalnum():
           continue  # inside a token: the look-behind's case
-        term = term_of(m.group())
-        if term in positions:
-          positions[term].append(index(start))
+        ps = slot(term_of(m.group()))
+        if ps is not None:
+          word += count(' ', offset, start)
+          offset = start
+          ps.append(word)
     else:
       index = _WordCounter(norm)
       for m in _prefix_pattern(prefixes).finditer(norm):
@@ -298,7 +322,7 @@ def _analyze(entry: _Text, query_terms, phrases, analyzer) -> _Doc:
     toks = analysis.raw_tokens(phrase)
     if toks:
       joined = r'[\W_]+'.join(map(re.escape, toks))
-      if _lowercase_safe(low, toks):
+      if _lowercase_safe(low, tuple(toks)):
         text, pattern = low, _lower_bounded(joined)
       else:
         text, pattern = norm, _bounded(joined)
@@ -322,27 +346,27 @@ def _ends_in(doc: _Text, lo: int, hi: int) -> list[int]:
   endpos = len(norm)
   if hi < last:  # through word hi and the space after it
     endpos = pos + sum(map(len, words[lo : hi + 1])) + hi - lo + 1
-  index = _WordCounter(norm, pos, lo)
-  ends = [
-      index(m.start())
-      for m in doc.sentence_re.finditer(norm, pos, endpos)
-      if _ends_sentence(norm, m)
-  ]
+  ends, count, offset, word = [], norm.count, pos, lo
+  for m in doc.sentence_re.finditer(norm, pos, endpos):
+    start = m.start()
+    if norm[start] == '.' and not _period_ends_sentence(norm, start):
+      continue
+    word += count(' ', offset, start)  # word index, ascending
+    offset = start
+    ends.append(word)
   if hi >= last and (not ends or ends[-1] != last):
     ends.append(last)
   return sorted(set(ends))
 
 
-def _ends_sentence(norm: str, m: re.Match) -> bool:
-  """Whether the terminal punctuation at `m` ends a sentence.
+def _period_ends_sentence(norm: str, start: int) -> bool:
+  """Whether the period at `norm[start]` (a sentence-end match) ends one.
 
-  A line end or '!'/'?' always does. A period does not after an initial
-  ("J."), a dotted abbreviation ("B.A.", "Ph.D.", "e.g."), a known
-  abbreviation ("c.", "ibid.", "lit.", "Dr.", "St.", ...).
+  A line end or '!'/'?' always does (the caller's). A period does not
+  after an initial ("J."), a dotted abbreviation ("B.A.", "Ph.D.",
+  "e.g."), a known abbreviation ("c.", "ibid.", "lit.", "Dr.", "St.", ...).
   """
-  if m.group()[0] != '.':
-    return True
-  word = norm[norm.rfind(' ', 0, m.start()) + 1 : m.start() + 1]
+  word = norm[norm.rfind(' ', 0, start) + 1 : start + 1]
   word = word.lstrip('(["\'').lower()
   if _INITIAL_OR_DOTTED_RE.fullmatch(word):
     return False
@@ -406,6 +430,31 @@ class _Scorer:
     phrases = sum(1 for s, e in self.phrase_spans if start <= s and e < end)
     return phrases, bm25
 
+  def scores(self, starts: Sequence[int], width: int) -> list:
+    """`score(s, s + width)` for each of `starts`, one term at a time.
+
+    The same operations in the same order as `score` (bit-identical),
+    without its per-window call and loop overhead.
+    """
+    c = self.config
+    norm = c.k1 * (1 - c.b + c.b * width / c.window_words)
+    k1_plus_1, left = c.k1 + 1, bisect.bisect_left
+    ends = [s + width for s in starts]
+    bm25 = [0.0] * len(starts)
+    for idf, ps in self._weighted:
+      tfs = [left(ps, e) - left(ps, s) for s, e in zip(starts, ends)]
+      bm25 = [
+          b + idf * tf * k1_plus_1 / (tf + norm) if tf else b
+          for b, tf in zip(bm25, tfs)
+      ]
+    if not self.phrase_spans:
+      return [(0, b) for b in bm25]
+    spans = self.phrase_spans
+    return [
+        (sum(1 for ps, pe in spans if s <= ps and pe < e), b)
+        for s, e, b in zip(starts, ends, bm25)
+    ]
+
   def best_span(self, lo: int, hi: int, width: int) -> tuple[int, int]:
     """The best `width`-word span inside [lo, hi), earliest on ties."""
     if hi - lo <= width:
@@ -415,7 +464,9 @@ class _Scorer:
       if lo <= p < hi:
         starts.add(min(p, hi - width))
         starts.add(max(lo, p - width + 1))
-    best = max(sorted(starts), key=lambda s: self.score(s, s + width))
+    starts = sorted(starts)
+    scores = self.scores(starts, width)
+    best = starts[max(range(len(starts)), key=scores.__getitem__)]
     return best, best + width
 
 
@@ -454,7 +505,7 @@ def _region_sentences(doc: _Doc, w_lo: int, w_hi: int, budget: int):
   # A text already segmented, or cut before (it is likely to be again),
   # uses (and keeps) the whole text's sentence ends.
   if entry.reused or 'sentence_ends' in entry.__dict__:
-    return _sentences(doc, 0, n)
+    return entry.sentences
   if lo == 0 and hi == n - 1:
     return _sentences(doc, 0, n)
   ends = _ends_in(entry, lo, hi)
@@ -586,8 +637,9 @@ def best_windows(
   for p in scorer.match_positions:
     starts.add(max(0, min(p, len(doc.words) - width)))
     starts.add(max(0, p - width + 1))
+  starts = sorted(starts)
   scored = sorted(
-      ((scorer.score(s, s + width), s) for s in starts),
+      zip(scorer.scores(starts, width), starts),
       key=lambda x: (-x[0][0], -x[0][1], x[1]),
   )
   out: list[Window] = []

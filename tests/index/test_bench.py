@@ -33,6 +33,8 @@ def test_bench_binary_pulse(tmp_path, repo_root):
   names = {(r['name'], r['concurrency']) for r in result['latency']}
   assert ('3 views + RRF + snippets', 4) in names
   assert all(r['queries'] == 6 and r['qps'] > 0 for r in result['latency'])
+  assert result['snippets']['queries'] == 8  # warm-up ones too
+  assert result['snippets']['cold_cpu_ms_per_query'] > 0
 
 
 def test_bench_lucene_backend_pulse(tmp_path, repo_root):

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from search_agent.corpus import twowiki
+from search_agent.search import benchmark
 from search_agent.search import snippets
 from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.analysis import raw_tokens
@@ -77,3 +78,22 @@ def test_per_view_depth_cuts_each_view_before_fusion(backends):
   (views,) = par.view_rankings([q], 50)
   cut = {v: ids[: deep.view_depths(10)[v]] for v, ids in views.items()}
   assert {d for d, _ in fused} == {d for ids in cut.values() for d in ids}
+
+
+def test_snippet_cost_cuts_each_hit_cold_then_three_times_warm(wiki_engine):
+  calls = []
+
+  def cut(text, terms, phrases, analyzer, idf, config, cache):
+    calls.append((text, cache))
+    return snippets.make_snippet(
+        text, terms, phrases, analyzer, idf, config, cache=cache
+    )
+
+  queries = ['director of the film', '"New York" born', 'Lisbon']
+  got = benchmark.snippet_cost(wiki_engine, queries, 5, cut)
+  hits = sum(len(r) for r in wiki_engine.search(queries, 5))
+  assert len(calls) == 4 * hits and got['hits_per_query'] == hits / 3
+  assert [c for _, c in calls[:hits]] == [None] * hits
+  warm = {id(c) for _, c in calls[hits:]}
+  assert len(warm) == 1 and calls[-1][1].hits >= 2 * hits  # passes 2, 3
+  assert got['cold_cpu_ms_per_query'] > 0 and got['warm_cpu_ms_per_query'] > 0
