@@ -134,11 +134,12 @@ class DocumentCache:
 
   Keying by content, not by doc id, means an entry can never be stale: a
   document whose text changed is looked up under its new text, and the old
-  entry ages out. `max_docs=0` keeps nothing.
+  entry ages out. `max_docs=0` keeps nothing; a text over `max_chars` is
+  analyzed but not kept (an entry holds ~13 bytes a character).
   """
 
-  def __init__(self, max_docs: int = 512):
-    self.max_docs = max_docs
+  def __init__(self, max_docs: int = 512, max_chars: int = 20_000):
+    self.max_docs, self.max_chars = max_docs, max_chars
     self.hits = self.misses = 0
     self._entries: collections.OrderedDict[str, _Text] = (
         collections.OrderedDict()
@@ -156,7 +157,7 @@ class DocumentCache:
         return entry
       self.misses += 1
     entry = _Text(text)
-    if self.max_docs > 0:
+    if self.max_docs > 0 and len(text) <= self.max_chars:
       with self._lock:
         self._entries[text] = entry
         while len(self._entries) > self.max_docs:
@@ -172,7 +173,8 @@ class DocumentCache:
       self.hits = self.misses = 0
 
 
-# The process's snippet cache: ~25 KB per 300-word document.
+# The process's snippet cache (`make_snippet`'s default): ~20 KB per
+# 1,600-character document, at most ~260 KB per kept text.
 DOCUMENT_CACHE = DocumentCache()
 
 
@@ -620,13 +622,14 @@ def best_windows(
     top_n: int = 3,
     idf: IdfFn | None = None,
     config: SnippetConfig = SnippetConfig(),
-    cache: DocumentCache | None = DOCUMENT_CACHE,
+    cache: DocumentCache | None = None,
 ) -> list[Window]:
   """The `top_n` best non-overlapping BM25 windows of `text` for a goal.
 
   This is the visit tool's extractive fallback when no LLM is configured.
   Quoted phrases in the goal count as phrases. Windows are returned in
-  score order; none when no word of the goal occurs in the text.
+  score order; none when no word of the goal occurs in the text. A visited
+  page is read once, so no cache by default (`cache=` as `make_snippet`).
   """
   parts = goal.replace('\u201c', '"').replace('\u201d', '"').split('"')
   phrases = [p for p in parts[1::2] if p.strip()]

@@ -172,6 +172,9 @@ def test_document_cache_is_bounded_lru_and_keyed_by_content():
   assert changed is not first and changed.words == ['Alpha', 'uno.']
   off = snippets.DocumentCache(max_docs=0)
   assert off.get(a) is not off.get(a) and len(off) == 0
+  short = snippets.DocumentCache(max_chars=len(b))
+  assert short.get(c) is not short.get(c) and len(short) == 0  # too long
+  assert short.get(b) is short.get(b)
 
 
 def test_cache_does_not_change_snippets():
