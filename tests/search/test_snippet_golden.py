@@ -105,7 +105,12 @@ def docs():
   return twowiki.read_2wiki()
 
 
-def test_outputs_equal_the_frozen_ones(docs):
+@pytest.mark.parametrize('path', ['fast, cached', 're.I, uncached'])
+def test_outputs_equal_the_frozen_ones(docs, path, monkeypatch):
+  snippets.DOCUMENT_CACHE.clear()  # each text is cut for 3 queries: hits
+  if path == 're.I, uncached':  # matched as the original code did
+    monkeypatch.setattr(snippets, '_lowercase_safe', lambda *_: False)
+    monkeypatch.setattr(snippets.DOCUMENT_CACHE, 'max_docs', 0)
   golden = json.loads(GOLDEN.read_text())
   cases = _cases(docs)
   assert [c['terms'] for c in cases] == [g['terms'] for g in golden]
@@ -116,6 +121,8 @@ def test_outputs_equal_the_frozen_ones(docs):
   # The cases are varied: distinct snippets, phrases, windows, leads.
   assert len({g[0] for g in got}) > len(cases) * 0.8
   assert sum(len(g) == 2 for g in got) > 100
+  cache = snippets.DOCUMENT_CACHE
+  assert (cache.hits > 400) == (path == 'fast, cached'), cache.hits
 
 
 def _write():
