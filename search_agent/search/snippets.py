@@ -607,10 +607,12 @@ def make_snippet(
   last = bisect.bisect_left(ends, w_hi)
   lo, hi = max(_candidates(scorer, sentences, first, last, budget), key=key)
   # Phrases first: a phrase no run of whole sentences within budget holds
-  # (one spanning a sentence end) is kept by cutting sentences.
-  cut = scorer.best_span(w_lo, w_hi, budget)
-  if scorer.score(*cut)[0] > scorer.score(lo, hi)[0]:
-    lo, hi = cut
+  # (one spanning a sentence end) is kept by cutting sentences. (Without
+  # phrases both counts are 0: nothing to cut.)
+  if scorer.phrase_spans:
+    cut = scorer.best_span(w_lo, w_hi, budget)
+    if scorer.score(*cut)[0] > scorer.score(lo, hi)[0]:
+      lo, hi = cut
   return _join(doc, lo, hi)
 
 
