@@ -432,8 +432,12 @@ class _Scorer:
     phrases = sum(1 for s, e in self.phrase_spans if start <= s and e < end)
     return phrases, bm25
 
-  def scores(self, starts: Sequence[int], width: int) -> list:
-    """`score(s, s + width)` for each of `starts`, one term at a time.
+  def scores(
+      self, starts: Sequence[int], width: int, ends: Sequence[int] = ()
+  ) -> list:
+    """`score(s, s + width)` for each of `starts`, one term at a time, or
+    with `ends`, `score(s, e, fixed_length=True)` (then `width` must be
+    `window_words`).
 
     The same operations in the same order as `score` (bit-identical),
     without its per-window call and loop overhead.
@@ -441,7 +445,7 @@ class _Scorer:
     c = self.config
     norm = c.k1 * (1 - c.b + c.b * width / c.window_words)
     k1_plus_1, left = c.k1 + 1, bisect.bisect_left
-    ends = [s + width for s in starts]
+    ends = ends or [s + width for s in starts]
     bm25 = [0.0] * len(starts)
     for idf, ps in self._weighted:
       tfs = [left(ps, e) - left(ps, s) for s, e in zip(starts, ends)]
@@ -596,16 +600,19 @@ def make_snippet(
   w_lo, w_hi = scorer.best_span(0, len(doc.words), config.window_words)
   sentences = _region_sentences(doc, w_lo, w_hi, budget)
 
-  def key(span):
-    lo, hi = span
-    first = scorer.first_match(lo, hi)
-    lead = first - lo if first is not None else budget
-    return (*scorer.score(lo, hi, fixed_length=True), -lead, -lo)
-
   ends = [e for _, e in sentences]
   first = bisect.bisect_right(ends, w_lo)
   last = bisect.bisect_left(ends, w_hi)
-  lo, hi = max(_candidates(scorer, sentences, first, last, budget), key=key)
+  spans = list(_candidates(scorer, sentences, first, last, budget))
+  los, his = [s for s, _ in spans], [e for _, e in spans]
+  keys = []
+  for (lo, hi), score in zip(
+      spans, scorer.scores(los, config.window_words, his)
+  ):
+    match = scorer.first_match(lo, hi)
+    lead = match - lo if match is not None else budget
+    keys.append((*score, -lead, -lo))
+  lo, hi = spans[max(range(len(spans)), key=keys.__getitem__)]
   # Phrases first: a phrase no run of whole sentences within budget holds
   # (one spanning a sentence end) is kept by cutting sentences. (Without
   # phrases both counts are 0: nothing to cut.)
