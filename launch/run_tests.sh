@@ -17,4 +17,4 @@ bash launch/opensearch.sh start
 bash launch/elasticsearch.sh start
 .venv/bin/python -m pyink --check --quiet search_agent index eval launch tpu_configs tests
 .venv/bin/python -m isort --check-only --quiet search_agent index eval launch tpu_configs tests
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --durations=25 "$@"
