@@ -218,18 +218,27 @@ def test_group_shares_its_prompt_prefill(engine):
   assert by_id['g2'].token_ids == alone.token_ids
 
 
+def _installed_core(tiny_cfg, params, ctx, *, slots, steps_per_call, extend):
+  """An EngineCore (max_context 64) with `ctx` prefilled into every slot;
+  `extend` is both max_extend and extend_budget."""
+  core = engine_core.EngineCore(
+      tiny_cfg, families.layout_preset('fsdp'), slots=slots, max_context=64,
+      ring_len=24, steps_per_call=steps_per_call, max_extend=extend,
+      extend_budget=extend, devices=jax.devices()[:1],
+  )  # fmt: skip
+  for slot in range(slots):
+    core.prefill(params, ctx)
+    core.install(slot, len(ctx))
+  return core
+
+
 def test_extend_equals_feeding_tokens_one_by_one(tiny_cfg, model1):
   """Extend forwards leave the cache, logits and routing that feeding the
   same tokens one per decode step (then committing them) leaves."""
-  core = engine_core.EngineCore(
-      tiny_cfg, families.layout_preset('fsdp'), slots=3, max_context=64,
-      ring_len=24, steps_per_call=8, max_extend=16, extend_budget=16,
-      devices=jax.devices()[:1],
-  )  # fmt: skip
   params, ctx, new = model1.params, list(range(40, 70)), list(range(5, 25))
-  for slot in range(3):
-    core.prefill(params, ctx)
-    core.install(slot, len(ctx))
+  core = _installed_core(
+      tiny_cfg, params, ctx, slots=3, steps_per_call=8, extend=16
+  )
   # Slots 0 and 1 at a dynamic offset; 20 tokens = pieces of 16 and 4, one
   # row per forward (extend_budget), slot 1 shorter.
   out = core.extend(params, [(0, len(ctx), new), (1, len(ctx), new[:3])])
@@ -275,15 +284,10 @@ def test_a_row_wider_than_the_extend_budget_goes_in_pieces_that_fit(
   """extend_budget bounds every forward's padded tokens (the attention
   weights, [rows, heads, width, max_context]), a single long row's too; the
   pieces leave what one wide forward leaves."""
-  core = engine_core.EngineCore(
-      tiny_cfg, families.layout_preset('fsdp'), slots=2, max_context=64,
-      ring_len=24, steps_per_call=4, max_extend=64, extend_budget=64,
-      devices=jax.devices()[:1],
-  )  # fmt: skip
   params, ctx, new = model1.params, list(range(40, 50)), list(range(5, 45))
-  for slot in range(2):
-    core.prefill(params, ctx)
-    core.install(slot, len(ctx))
+  core = _installed_core(
+      tiny_cfg, params, ctx, slots=2, steps_per_call=4, extend=64
+  )
   sizes = []
   call = core._extend_call  # pylint: disable=protected-access
 
