@@ -77,6 +77,7 @@ class Inputs:
           f' vocab_size is {cfg.model.vocab_size}; raise model.vocab_size'
       )
     self.cfg = cfg
+    self._probe_texts = None
     d = cfg.data
     if d.mode == 'sft':
       self.render = data_lib.make_render_fn(
@@ -116,9 +117,11 @@ class Inputs:
     d = self.cfg.data
     if d.mode != 'pretrain' or not d.val_path:
       return None
-    titles = pretrain_data.CorpusTexts(d.val_path, d.val_lines).titles
+    if self._probe_texts is None:  # read the corpus once, not every eval
+      titles = pretrain_data.CorpusTexts(d.val_path, d.val_lines).titles
+      self._probe_texts = pretrain_data.copy_probe_texts(titles)
     return data_lib.packed_validation(
-        pretrain_data.copy_probe_texts(titles),
+        self._probe_texts,
         pretrain_data.copy_probe_fn(self.tokenizer, d.seq_len),
         d,
     )
