@@ -16,6 +16,10 @@ unchanged; search_agent/pipeline/plan.py wires them):
   eval_after_sft   eval.run
   rl               train.rl.run from the SFT checkpoint (issue 11)
   eval_after_rl    eval.run
+  climb_data       (climb.enabled) RL's rollouts in the pass band + demos
+  climb_sft        (climb.enabled) train.sft from the RL checkpoint
+  climb_rl         (climb.enabled) train.rl.run from climb_sft
+  eval_after_climb (climb.enabled) eval.run
   report           DIR/report.md, report.json and plots
 
 Variants: 'tiny' (the README's main job: under 15 minutes on 2 free cores)
@@ -42,6 +46,8 @@ STAGES = (
     'eval_after_rl',
     'report',
 )
+# One SFT-RL climb (Iris), inserted before 'report' when climb.enabled.
+CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -140,5 +146,27 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       learning_rate=1e-3,
       checkpoint_dir='{rl}',
       extra=(),
+  )
+  # One SFT-RL climb (Iris, "SFT-RL climbing"): the RL stage selects, per
+  # query whose group pass rate p has min_pass < p < max_pass, the shortest
+  # correct rollout with >= min_tool_turns tool calls; climb_sft trains on
+  # them from the RL checkpoint (with the first SFT pass's demonstrations
+  # mixed in when mix_demonstrations: a few dozen rollouts alone pull a
+  # tiny model off the rest), climb_rl resumes RL from it, and
+  # eval_after_climb scores it. The seed leaves band, depth, mix and sizes
+  # open (WORKSPACE.md, Decisions). Off by default: `--config.climb.enabled`.
+  c.climb = dict(
+      enabled=False,
+      min_pass=0.0,
+      max_pass=1.0,
+      # One: tiny tasks are mostly one-hop (a search, then the answer).
+      min_tool_turns=1,
+      mix_demonstrations=True,
+      sft_updates=300 if learn else 10,
+      # Constant: the climb refines an RL policy, not a fresh start.
+      sft_learning_rate=1e-3,
+      rl_updates=15 if learn else 2,
+      sft_extra=(),
+      rl_extra=(),
   )
   return c

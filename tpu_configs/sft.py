@@ -107,7 +107,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           # 'sft' (trajectories) or 'pretrain' (corpus text, every token).
           mode='sft',
           synthetic_fraction=0.0,
-          # Pretrain: synthetic kinds in turn ('copy', 'recall', 'shuffle').
+          # Pretrain: synthetic kinds in turn ('copy', 'recall', 'shuffle',
+          # 'names').
           synthetic_kinds=('copy', 'recall'),
       )
   )

@@ -9,6 +9,10 @@ import json
 import os
 from typing import Any, Callable
 
+# Stages with a loss curve (train.sft) and with reward curves (train.rl.run).
+LOSS_CURVES = ('pretrain', 'sft', 'climb_sft')
+REWARD_CURVES = ('rl', 'climb_rl')
+
 
 def read_json(path: str) -> Any:
   try:
@@ -140,6 +144,15 @@ def split_figure(d: str) -> str:
   return f'{s.get("train", 0)} train / {s.get("val", 0)} val demonstrations'
 
 
+def climb_figure(d: str) -> str:
+  m = read_json(os.path.join(d, 'climb.json')) or {}
+  picked = m.get('train_selected', 0)
+  return (
+      f'{picked} RL rollouts in the pass band +'
+      f' {m.get("train", 0) - picked} demonstrations'
+  )
+
+
 def report_figure(d: str) -> str:
   return f'wrote {os.path.join(os.path.dirname(d), "report.md")}'
 
@@ -156,6 +169,7 @@ FIGURES: dict[str, Callable[[str], str]] = {
     'search_agent.pipeline.report': report_figure,
     'search_agent.pipeline.train_tokenizer': tokenizer_figure,
     'search_agent.pipeline.split': split_figure,
+    'search_agent.pipeline.climb_data': climb_figure,
 }
 
 

@@ -22,7 +22,9 @@ EVALS = {
     'eval_before_sft': 'before_sft',
     'eval_after_sft': 'after_sft',
     'eval_after_rl': 'after_rl',
+    'eval_after_climb': 'after_climb',
 }
+CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
 
 
 class PlanError(ValueError):
@@ -210,12 +212,37 @@ def _split(c) -> Stage:
 def _sft(c) -> Stage:
   s = c.sft
   init = _extra(s.init) if 'pretrain' in c.stages else {}
+  return _sft_stage(
+      c, 'sft', '{split}/train.jsonl', s.updates, {**init, **_extra(s.extra)}
+  )
+
+
+def _climb_sft(c) -> Stage:
+  """train.sft from the RL checkpoint on climb_data, at a constant step."""
+  m = c.climb
+  lr = m.sft_learning_rate
+  return _sft_stage(
+      c,
+      'climb_sft',
+      '{climb_data}/train.jsonl',
+      m.sft_updates,
+      {
+          'init_from': '{rl}',
+          'schedule.kind': 'constant',
+          'schedule.peak': lr,
+          **_extra(m.sft_extra),
+      },
+  )
+
+
+def _sft_stage(c, name: str, train: str, updates: int, extra) -> Stage:
+  s = c.sft
   return Stage(
-      name='sft',
+      name=name,
       module='search_agent.train.sft',
       config=s.config,
       overrides={
-          'data.train_path': '{split}/train.jsonl',
+          'data.train_path': train,
           'data.val_path': '{split}/val.jsonl',
           'data.format': 'trajectory',
           'data.train_lines': (0, 0),
@@ -225,25 +252,57 @@ def _sft(c) -> Stage:
           'data.seq_len': s.seq_len,
           'model.max_target_length': s.seq_len,
           'tokenizer_path': '{tokenizer}',
-          'total_updates': s.updates,
-          'schedule.total_steps': s.updates,
+          'total_updates': updates,
+          'schedule.total_steps': updates,
           'schedule.warmup_steps': s.warmup,
-          'eval_every': s.eval_every,
-          'checkpoint.every': max(1, s.updates // 4),
-          **init,
-          **_extra(s.extra),
+          'eval_every': min(s.eval_every, updates),
+          'checkpoint.every': max(1, updates // 4),
+          **extra,
       },
+  )
+
+
+def _climb_data(c) -> Stage:
+  flags = {'selected': '{rl}/climbing/sft_train.jsonl', 'demonstrations': ''}
+  if c.climb.mix_demonstrations:
+    flags['demonstrations'] = '{split}/train.jsonl'
+  return Stage(
+      name='climb_data',
+      module='search_agent.pipeline.climb_data',
+      flags=flags,
   )
 
 
 def _rl(c) -> Stage:
   """train.rl.run from the SFT checkpoint on the train tasks, same env."""
+  m = c.climb
+  climbing = {}
+  if m.enabled:  # the selection climb_data reads
+    climbing = {
+        'climbing.enabled': True,
+        'climbing.min_pass': m.min_pass,
+        'climbing.max_pass': m.max_pass,
+        'climbing.min_tool_turns': m.min_tool_turns,
+    }
+  return _rl_stage(
+      c, 'rl', '{sft}', c.rl.updates, {**climbing, **_extra(c.rl.extra)}
+  )
+
+
+def _climb_rl(c) -> Stage:
+  """train.rl.run resumed from the climb's SFT pass."""
+  m = c.climb
+  extra = {**_extra(c.rl.extra), **_extra(m.rl_extra)}
+  return _rl_stage(c, 'climb_rl', '{climb_sft}', m.rl_updates, extra)
+
+
+def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
   r, e, env = c.rl, c.eval, env_of(c)
   overrides = {
-      'max_updates': r.updates,
+      'max_updates': updates,
       'optimizer.learning_rate': r.learning_rate,
       'tasks_path': '{tasks}/tasks.train.jsonl',
-      'init.sft_workdir': '{sft}',
+      'init.sft_workdir': init,
       'tokenizer.path': '{tokenizer}/tokenizer.json',
       'tokenizer.chat_template': 'chatml',
       'search.index_dir': env.index_dir,
@@ -260,9 +319,9 @@ def _rl(c) -> Stage:
   if support.compact:
     overrides['rollout.tool_text'] = env.tool_text
     overrides['search.snippet_words'] = env.snippet_words
-  overrides.update(_extra(r.extra))
+  overrides.update(extra)
   return Stage(
-      name='rl',
+      name=name,
       module='search_agent.train.rl.run',
       config=r.config,
       overrides=overrides,
@@ -306,7 +365,7 @@ def eval_stage(c, name: str, checkpoint_dir: str) -> Stage:
 
 
 def _report(c) -> Stage:
-  evals = [f'{EVALS[n]}:{n}' for n in c.stages if n in EVALS]
+  evals = [f'{EVALS[n]}:{n}' for n in stage_names(c) if n in EVALS]
   return Stage(
       name='report',
       module='search_agent.pipeline.report',
@@ -336,13 +395,29 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     'eval_after_rl': lambda c: eval_stage(
         c, 'eval_after_rl', c.rl.checkpoint_dir
     ),
+    'climb_data': _climb_data,
+    'climb_sft': _climb_sft,
+    'climb_rl': _climb_rl,
+    'eval_after_climb': lambda c: eval_stage(
+        c, 'eval_after_climb', '{climb_rl}'
+    ),
     'report': _report,
 }
 
 
+def stage_names(c) -> list[str]:
+  """`c.stages`, with the climb's stages before 'report' when enabled."""
+  names = list(c.stages)
+  if c.climb.enabled:
+    at = names.index('report') if 'report' in names else len(names)
+    names[at:at] = [n for n in CLIMB_STAGES if n not in names]
+  return names
+
+
 def build(c) -> list[Stage]:
-  """The configured stages, in the order of `c.stages`."""
-  unknown = [n for n in c.stages if n not in BUILDERS]
+  """The configured stages, in the order of `stage_names(c)`."""
+  names = stage_names(c)
+  unknown = [n for n in names if n not in BUILDERS]
   if unknown:
     raise PlanError(f'unknown stages {unknown}; known: {sorted(BUILDERS)}')
-  return [BUILDERS[name](c) for name in c.stages]
+  return [BUILDERS[name](c) for name in names]

@@ -7,6 +7,8 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+from search_agent.pipeline import figures  # pylint: disable=g-import-not-at-top,wrong-import-position
+
 
 def _save(fig, out_dir: str, name: str) -> str:
   path = os.path.join(out_dir, name)
@@ -35,7 +37,7 @@ def pass_at_1(rep: dict, out_dir: str) -> str | None:
 
 
 def losses(rep: dict, out_dir: str) -> str | None:
-  curves = {k: v for k, v in rep['curves'].items() if k in ('pretrain', 'sft')}
+  curves = {k: v for k, v in rep['curves'].items() if k in figures.LOSS_CURVES}
   if not any(c['train'] for c in curves.values()):
     return None
   fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.2))
@@ -53,16 +55,18 @@ def losses(rep: dict, out_dir: str) -> str | None:
 
 
 def rewards(rep: dict, out_dir: str) -> str | None:
-  curves = rep['curves'].get('rl') or {}
-  if not curves:
+  runs = {k: rep['curves'][k] for k in figures.REWARD_CURVES if rep['curves'].get(k)}
+  if not runs:
     return None
-  fig, ax = plt.subplots(figsize=(5, 3.2))
-  for key, points in sorted(curves.items()):
-    xs, ys = zip(*points)
-    ax.plot(xs, ys, label=key)
-  ax.set_xlabel('update')
-  ax.set_title('RL rewards')
-  ax.legend(fontsize=7)
+  fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 3.2))
+  axes = [axes] if len(runs) == 1 else list(axes)
+  for ax, (name, curves) in zip(axes, runs.items()):
+    for key, points in sorted(curves.items()):
+      xs, ys = zip(*points)
+      ax.plot(xs, ys, label=key)
+    ax.set_xlabel('update')
+    ax.set_title(f'{name} rewards')
+    ax.legend(fontsize=7)
   return _save(fig, out_dir, 'rl_rewards.png')
 
 

@@ -166,11 +166,15 @@ def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
         **stats.mcnemar(outcomes[a], outcomes[b]),
         'bootstrap_95': stats.paired_bootstrap(outcomes[a], outcomes[b]),
     }
-  for name in ('pretrain', 'sft'):
+  for name in figures.LOSS_CURVES:
     if name in records:
       rep['curves'][name] = figures.train_curve(os.path.join(run_dir, name))
-  if 'rl' in records:
-    rep['curves']['rl'] = figures.reward_curve(os.path.join(run_dir, 'rl'))
+  for name in figures.REWARD_CURVES:
+    if name in records:
+      rep['curves'][name] = figures.reward_curve(os.path.join(run_dir, name))
+  climb = figures.read_json(os.path.join(run_dir, 'climb_data', 'climb.json'))
+  if climb:
+    rep['climb'] = climb
   collect = figures.read_json(os.path.join(run_dir, 'collect', 'manifest.json'))
   if collect:
     rep['tool_calls']['teacher'] = collect['summary']['tool_calls_histogram']

@@ -2,6 +2,8 @@
 
 import os
 
+from search_agent.pipeline import figures
+
 
 def _pct(x: float) -> str:
   return f'{100 * x:.1f}%'
@@ -34,7 +36,7 @@ def _pass_table(rep: dict) -> list[str]:
 
 def _curves(rep: dict) -> list[str]:
   lines = []
-  for name in ('pretrain', 'sft'):
+  for name in figures.LOSS_CURVES:
     c = rep['curves'].get(name)
     if not c or not c['train']:
       continue
@@ -46,10 +48,17 @@ def _curves(rep: dict) -> list[str]:
     if c['val']:
       text += '; val ' + ', '.join(f'{v:.3f}@{s}' for s, v in c['val'])
     lines.append(text)
-  for key, points in sorted((rep['curves'].get('rl') or {}).items()):
+  for name in figures.REWARD_CURVES:
+    for key, points in sorted((rep['curves'].get(name) or {}).items()):
+      lines.append(
+          f'- {name} {key}: {points[0][1]:.3f} (update {points[0][0]}) →'
+          f' {points[-1][1]:.3f} (update {points[-1][0]})'
+      )
+  if rep.get('climb'):
+    m = rep['climb']
     lines.append(
-        f'- rl {key}: {points[0][1]:.3f} (update {points[0][0]}) →'
-        f' {points[-1][1]:.3f} (update {points[-1][0]})'
+        f'- climb data: {m["train_selected"]} RL rollouts selected in the'
+        f' pass band + {m["train"] - m["train_selected"]} demonstrations'
     )
   return lines or ['- (no training curves recorded)']
 

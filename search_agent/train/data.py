@@ -65,7 +65,7 @@ class DataConfig:
       `train.sft.pretrain_data`).
     synthetic_fraction: Pretrain: share of synthetic copy/recall sequences.
     synthetic_kinds: Pretrain: the synthetic kinds used in turn ('copy',
-      'recall', 'shuffle'; `train.sft.pretrain_data`).
+      'recall', 'shuffle', 'names'; `train.sft.pretrain_data`).
   """
 
   train_path: str

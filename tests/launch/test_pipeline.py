@@ -254,3 +254,40 @@ def test_rl_sees_the_prompt_and_snippets_eval_sees():
   assert 'search(query' in rl_setup.system_text(rc)
   assert rc.search.snippet_words == env.snippet_words == 24
   assert rc.optimizer.learning_rate == c.rl.learning_rate
+
+
+def test_the_climb_runs_before_the_report_from_rl_to_rl():
+  c = pipeline_config.get_config('tiny')
+  assert not {'climb_sft', 'climb_rl'} & {s.name for s in plan.build(c)}
+  assert 'climbing.enabled' not in {s.name: s for s in plan.build(c)}[
+      'rl'
+  ].overrides
+  c.climb.enabled = True
+  built = plan.build(c)
+  names = [s.name for s in built]
+  assert names[-5:] == list(pipeline_config.CLIMB_STAGES) + ['report']
+  assert tuple(plan.CLIMB_STAGES) == pipeline_config.CLIMB_STAGES
+  stages = {s.name: s for s in built}
+  rl = stages['rl'].overrides
+  assert rl['climbing.enabled'] is True and rl['climbing.min_tool_turns'] == 1
+  data = stages['climb_data']
+  assert data.flags['selected'] == '{rl}/climbing/sft_train.jsonl'
+  assert data.flags['demonstrations'] == '{split}/train.jsonl'
+  sft = stages['climb_sft'].overrides
+  assert sft['init_from'] == '{rl}' and sft['schedule.kind'] == 'constant'
+  assert sft['data.train_path'] == '{climb_data}/train.jsonl'
+  assert sft['total_updates'] == c.climb.sft_updates
+  assert sft['data.val_path'] == stages['sft'].overrides['data.val_path']
+  climb_rl = stages['climb_rl'].overrides
+  assert climb_rl['init.sft_workdir'] == '{climb_sft}'
+  assert climb_rl['max_updates'] == c.climb.rl_updates
+  assert 'climbing.enabled' not in climb_rl
+  assert stages['eval_after_climb'].overrides['sampler.checkpoint_dir'] == (
+      '{climb_rl}'
+  )
+  assert stages['report'].flags['evals'].endswith(
+      'after_rl:eval_after_rl,after_climb:eval_after_climb'
+  )
+  c.climb.mix_demonstrations = False
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['climb_data'].flags['demonstrations'] == ''

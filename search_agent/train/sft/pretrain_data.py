@@ -12,7 +12,12 @@ seeded by their index (deterministic, so resume is exact):
     the first few words of that document's text.
   * shuffle: `words: v1 ... v12\\nagain: v1 ... v12`, twelve words drawn
     from three documents' texts in random order, so nothing but copying
-    predicts the second half (the cleanest signal for induction).
+    predicts the second half.
+  * names:  `names: n1 ... n16\nagain: n1 ... n16`, sixteen words drawn
+    uniformly from the distinct words of every document's title: name
+    pieces (the probe's tokens) in an order no title has, so memorized
+    titles do not predict the repeat and only induction (attend to what
+    followed the earlier copy of the current token) does.
 
 `data.synthetic_kinds` names the kinds used, in turn (k-th sequence: kind
 k mod len(kinds)).
@@ -43,7 +48,8 @@ from search_agent.train import data as data_lib
 NAMES_PER_SEQUENCE = 3
 RECALL_WORDS = 6
 SHUFFLE_WORDS = 12
-KINDS = ('copy', 'recall', 'shuffle')
+NAME_WORDS = 16
+KINDS = ('copy', 'recall', 'shuffle', 'names')
 PROBE_SEQUENCES = 64
 
 
@@ -84,6 +90,7 @@ class CorpusTexts:
           f'{path} lines {lines} hold {len(self._docs)} {{title, text}}'
           ' documents; pretraining needs at least 3'
       )
+    self._title_words = sorted({w for t, _ in self._docs for w in t.split()})
     frac = synthetic_fraction
     self._synthetic = round(len(self._docs) * frac / (1.0 - frac))
     self._seed = seed
@@ -110,6 +117,10 @@ class CorpusTexts:
     if kind == 'copy':
       names = '; '.join(titles)
       return f'copy: {names}\nagain: {names}'
+    if kind == 'names':
+      picked = rng.choice(len(self._title_words), NAME_WORDS)
+      words = ' '.join(self._title_words[i] for i in picked)
+      return f'names: {words}\nagain: {words}'
     if kind == 'shuffle':
       pool = [w for i in picks for w in self._docs[i][1].split()]
       words = ' '.join(rng.choice(pool, min(SHUFFLE_WORDS, len(pool))))

@@ -62,6 +62,20 @@ def test_shuffle_sequences_repeat_words_of_the_documents(corpus):
   assert src[100] != src[101]
 
 
+def test_names_sequences_repeat_title_words_in_no_title_order(corpus):
+  src = pretrain_data.CorpusTexts(
+      corpus, (0, 100), synthetic_fraction=0.5, kinds=('names', 'copy')
+  )
+  titles = src.titles
+  vocab = {w for t in titles for w in t.split()}
+  first, second = src[100].split('\n')
+  words = first.removeprefix('names: ')
+  assert second == f'again: {words}' and len(words.split()) == 16
+  assert set(words.split()) <= vocab
+  assert not any(t in words for t in titles if len(t.split()) > 1)
+  assert src[101].startswith('copy: ')  # kinds alternate
+
+
 def test_copy_probe_loss_is_on_the_repeated_names_only(
     corpus, tiny_tokenizer_dir
 ):
