@@ -7,7 +7,8 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from search_agent.pipeline import figures  # pylint: disable=g-import-not-at-top,wrong-import-position
+# pylint: disable-next=wrong-import-position
+from search_agent.pipeline import figures
 
 
 def _save(fig, out_dir: str, name: str) -> str:
@@ -55,7 +56,9 @@ def losses(rep: dict, out_dir: str) -> str | None:
 
 
 def rewards(rep: dict, out_dir: str) -> str | None:
-  runs = {k: rep['curves'][k] for k in figures.REWARD_CURVES if rep['curves'].get(k)}
+  runs = {
+      k: rep['curves'][k] for k in figures.REWARD_CURVES if rep['curves'].get(k)
+  }
   if not runs:
     return None
   fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 3.2))

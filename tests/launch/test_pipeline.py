@@ -259,9 +259,10 @@ def test_rl_sees_the_prompt_and_snippets_eval_sees():
 def test_the_climb_runs_before_the_report_from_rl_to_rl():
   c = pipeline_config.get_config('tiny')
   assert not {'climb_sft', 'climb_rl'} & {s.name for s in plan.build(c)}
-  assert 'climbing.enabled' not in {s.name: s for s in plan.build(c)}[
-      'rl'
-  ].overrides
+  assert (
+      'climbing.enabled'
+      not in {s.name: s for s in plan.build(c)}['rl'].overrides
+  )
   c.climb.enabled = True
   built = plan.build(c)
   names = [s.name for s in built]
@@ -285,8 +286,10 @@ def test_the_climb_runs_before_the_report_from_rl_to_rl():
   assert stages['eval_after_climb'].overrides['sampler.checkpoint_dir'] == (
       '{climb_rl}'
   )
-  assert stages['report'].flags['evals'].endswith(
-      'after_rl:eval_after_rl,after_climb:eval_after_climb'
+  assert (
+      stages['report']
+      .flags['evals']
+      .endswith('after_rl:eval_after_rl,after_climb:eval_after_climb')
   )
   c.climb.mix_demonstrations = False
   stages = {s.name: s for s in plan.build(c)}
