@@ -2,6 +2,9 @@
 
 The open recipe's SFT schedule: 51 warmup updates to a 5e-5 peak, cosine decay
 to 1e-6 through update 507. Its RL schedule is a constant 2e-6.
+'warmup_constant' (the same warmup, then `peak` for good) is the tiny
+pretraining's in `:learn`: copying (induction) formed there only at a step
+size the cosine had already left behind.
 """
 
 import dataclasses
@@ -19,7 +22,7 @@ class ScheduleConfig:
   """Learning-rate schedule over optimizer updates.
 
   Attributes:
-    kind: 'warmup_cosine' or 'constant'.
+    kind: 'warmup_cosine', 'warmup_constant' or 'constant'.
     peak: Peak (or constant) learning rate.
     minimum: Final learning rate of the cosine decay.
     warmup_steps: Updates of linear warmup from 0 to `peak`.
@@ -43,9 +46,10 @@ def make_schedule(cfg: ScheduleConfig) -> optax.Schedule:
   """
   if cfg.kind == 'constant':
     return optax.constant_schedule(cfg.peak)
-  if cfg.kind != 'warmup_cosine':
+  if cfg.kind not in ('warmup_cosine', 'warmup_constant'):
     raise ScheduleError(
-        f'schedule kind {cfg.kind!r} is unknown; use warmup_cosine|constant'
+        f'schedule kind {cfg.kind!r} is unknown; use'
+        ' warmup_cosine|warmup_constant|constant'
     )
   if not 0 <= cfg.warmup_steps < cfg.total_steps:
     raise ScheduleError(
@@ -62,6 +66,8 @@ def make_schedule(cfg: ScheduleConfig) -> optax.Schedule:
     cos = cfg.minimum + (cfg.peak - cfg.minimum) * 0.5 * (
         1 + jnp.cos(jnp.pi * frac)
     )
+    if cfg.kind == 'warmup_constant':
+      return jnp.where(s < cfg.warmup_steps, warm, cfg.peak)
     return jnp.where(s < cfg.warmup_steps, warm, cos)
 
   return lr

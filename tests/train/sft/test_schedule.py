@@ -27,6 +27,15 @@ def test_constant_and_errors():
       schedule_lib.ScheduleConfig(kind='constant', peak=2e-6)
   )
   assert float(lr(0)) == float(lr(1000)) == pytest.approx(2e-6)
+  warm = schedule_lib.make_schedule(
+      schedule_lib.ScheduleConfig(
+          kind='warmup_constant', peak=2e-2, warmup_steps=10, total_steps=20
+      )
+  )
+  assert float(warm(0)) == pytest.approx(2e-3)  # peak / warmup
+  assert float(warm(4)) == pytest.approx(1e-2)
+  assert float(warm(10)) == float(warm(20)) == float(warm(10**6))
+  assert float(warm(10)) == pytest.approx(2e-2)
   with pytest.raises(schedule_lib.ScheduleError, match='warmup_steps'):
     schedule_lib.make_schedule(
         schedule_lib.ScheduleConfig(warmup_steps=10, total_steps=5)
