@@ -107,12 +107,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       visit=False,
       recovery_rate=0.2,
       think=False,
-      quote_rate=0.5,  # half the rollouts search the title quoted first
+      # Half the rollouts search the title quoted first; none in `learn`,
+      # where quoted queries broke in their escapes (WORKSPACE.md).
+      quote_rate=0.0 if learn else 0.5,
       # True: a space before the query's title and the answer, so a copied
       # name keeps the token ids it has in the question and observations
-      # (byte-level BPE: ' Fred' there, '["'+'F'+'red' after a quote). Off:
-      # measured no better (WORKSPACE.md, "Learning signal").
-      value_space=False,
+      # (byte-level BPE: ' Fred' there, '["'+'F'+'red' after a quote): what
+      # the pretraining's copying (token for token) can reuse. Off in tiny,
+      # whose 40 pretraining updates form no copying to reuse.
+      value_space=learn,
       max_steps=6,
   )
   # filtering.run: the recipe's selection with an offline exact-match judge.

@@ -7,7 +7,15 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
+import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import rl_run  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+from search_agent.model import checkpoint_params  # pylint: disable=g-import-not-at-top,wrong-import-position
+from search_agent.model import maxtext_model  # pylint: disable=g-import-not-at-top,wrong-import-position
+from search_agent.train.sft import config as sft_config  # pylint: disable=g-import-not-at-top,wrong-import-position
+from search_agent.train.sft import inputs as sft_inputs  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tpu_configs import sft as sft_configs  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
@@ -43,3 +51,15 @@ def test_one_update_pulse(tmp_path):
   proc = rl_run.start(workdir, '--config.max_updates=2', log=log)
   assert proc.wait(timeout=900) == 0, rl_run.log_tail(log)
   assert [r['update'] for r in rl_run.metrics(workdir)] == [1, 2]
+  # The pipeline's SFT-RL climb starts train.sft from this workdir: SFT's
+  # reader takes the RL checkpoint's parameters as its own model's.
+  cfg = sft_config.from_config_dict(sft_configs.get_config('tiny'))
+  like = maxtext_model.build(
+      cfg.model, cfg.layout, devices=jax.devices()[:1]
+  ).params
+  params, step = sft_inputs.init_params(str(workdir), like)
+  assert step == 2
+  assert jax.tree.structure(params) == jax.tree.structure(like)
+  mine, _ = checkpoint_params.restore_params(str(workdir), like)
+  for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(mine)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
