@@ -157,9 +157,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       checkpoint_dir='{rl}',
       extra=(),
   )
-  # One SFT-RL climb (Iris, "SFT-RL climbing"): the RL stage selects, per
-  # query whose group pass rate p has min_pass < p < max_pass, the shortest
-  # correct rollout with >= min_tool_turns tool calls; climb_sft trains on
+  # One SFT-RL climb (Iris, "SFT-RL climbing"): climb_data selects from the
+  # RL stage's used rollouts, per query whose pass rate p has min_pass < p <
+  # max_pass, the shortest correct one with >= min_tool_turns tool calls
+  # (the RL stage itself is unchanged, so enabling the climb after a
+  # finished run reuses it); climb_sft trains on
   # them from the RL checkpoint (with the first SFT pass's demonstrations
   # mixed in when mix_demonstrations: a few dozen rollouts alone pull a
   # tiny model off the rest), climb_rl resumes RL from it, and

@@ -1,8 +1,9 @@
 """The SFT data of one SFT-RL climb (Iris): RL's selected rollouts + demos.
 
-`train.rl.run` with `climbing.enabled` writes one rollout per query in the
-pass band (the shortest correct one with enough tool turns,
-`filtering/climbing.py`). Iris distils those back into the policy before the
+From a finished RL stage's workdir (the rollouts of the groups its updates
+used, `train/rl/climbing_handoff.py`), one rollout per query in the pass
+band is selected: the shortest correct one with enough tool turns
+(`filtering/climbing.py`). Iris distils those back into the policy before the
 next RL round; at tiny scale a few dozen rollouts alone would pull the model
 off everything else it learned, so the pipeline mixes in the teacher
 demonstrations of the first SFT pass by default. Byte-identical message
@@ -14,28 +15,37 @@ import json
 import os
 
 from search_agent.agent import trajectory as traj_lib
+from search_agent.filtering import climbing
 from search_agent.filtering import selection
+from search_agent.train.rl import climbing_handoff
 
 
 class ClimbDataError(ValueError):
   """The climb has nothing to train on, or an input is missing."""
 
 
-def merge(selected: str, demonstrations: str, workdir: str) -> dict:
+def merge(
+    rl_workdir: str,
+    demonstrations: str,
+    workdir: str,
+    band: climbing.ClimbConfig = climbing.ClimbConfig(),
+) -> dict:
   """Writes workdir/train.jsonl and climb.json; returns the counts."""
-  if not os.path.exists(selected):
+  if not os.path.isdir(os.path.join(rl_workdir, 'queue')):
     raise ClimbDataError(
-        f'{selected} does not exist: run the RL stage with'
-        ' --config.climbing.enabled=True (the pipeline does when'
-        ' climb.enabled)'
+        f'{rl_workdir} is not a train.rl.run workdir (no queue/): the climb'
+        ' selects from a finished RL run'
     )
-  picked = list(traj_lib.iter_jsonl(selected))  # a bad line raises
+  used, chosen = climbing_handoff.select(rl_workdir, band)
+  picked = list(chosen.kept)
+  # a bad line raises: nothing is dropped silently
   demos = list(traj_lib.iter_jsonl(demonstrations)) if demonstrations else []
   result = selection.dedup_filter(picked + demos)
   if not result.kept:
     raise ClimbDataError(
-        f'{selected} holds no rollout (no query in the pass band) and no'
-        ' demonstrations are mixed in: nothing to train the climb on'
+        f'{rl_workdir}: no query of its {len(used)} used rollouts is in the'
+        ' pass band and no demonstrations are mixed in: nothing to train'
+        ' the climb on'
     )
   os.makedirs(workdir, exist_ok=True)
   path = os.path.join(workdir, 'train.jsonl')
@@ -46,6 +56,9 @@ def merge(selected: str, demonstrations: str, workdir: str) -> dict:
   os.replace(tmp, path)
   picked_ids = {t.id for t in picked}
   counts = {
+      'rollouts': len(used),
+      'queries': chosen.stats['queries'],
+      'band': chosen.stats['config'],
       'selected': len(picked),
       'demonstrations': len(demos),
       'duplicates': len(picked) + len(demos) - len(result.kept),

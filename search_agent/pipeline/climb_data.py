@@ -1,11 +1,12 @@
 r"""Writes the SFT data of one SFT-RL climb (`pipeline/climb.py`).
 
-  python -m search_agent.pipeline.climb_data \
-      --selected=RL/climbing/sft_train.jsonl \
-      [--demonstrations=SPLIT/train.jsonl] --workdir=OUT
+  python -m search_agent.pipeline.climb_data --rl_workdir=RL \
+      [--demonstrations=SPLIT/train.jsonl] [--min_pass=0 --max_pass=1 \
+      --min_tool_turns=1] --workdir=OUT
 
-Writes OUT/train.jsonl (the selected rollouts, then the demonstrations,
-duplicates dropped) and OUT/climb.json (the counts, also printed).
+RL is a finished `train.rl.run` workdir. Writes OUT/train.jsonl (the
+selected rollouts, then the demonstrations, duplicates dropped) and
+OUT/climb.json (the counts, also printed).
 """
 
 import json
@@ -13,9 +14,15 @@ import json
 from absl import app
 from absl import flags
 
+from search_agent.filtering import climbing
 from search_agent.pipeline import climb
 
-_SELECTED = flags.DEFINE_string('selected', None, "RL's climbing selection.")
+_RL = flags.DEFINE_string('rl_workdir', None, 'A finished RL run.')
+_MIN_PASS = flags.DEFINE_float('min_pass', 0.0, 'Pass rate must exceed it.')
+_MAX_PASS = flags.DEFINE_float('max_pass', 1.0, 'Pass rate must be below.')
+_MIN_TURNS = flags.DEFINE_integer(
+    'min_tool_turns', 1, 'Tool calls a selected rollout needs.'
+)
 _DEMOS = flags.DEFINE_string(
     'demonstrations', '', 'SFT demonstrations to mix in ("" = none).'
 )
@@ -25,10 +32,15 @@ _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  counts = climb.merge(_SELECTED.value, _DEMOS.value, _WORKDIR.value)
+  band = climbing.ClimbConfig(
+      min_pass=_MIN_PASS.value,
+      max_pass=_MAX_PASS.value,
+      min_tool_turns=_MIN_TURNS.value,
+  )
+  counts = climb.merge(_RL.value, _DEMOS.value, _WORKDIR.value, band)
   print(json.dumps(counts))
 
 
 if __name__ == '__main__':
-  flags.mark_flags_as_required(['selected', 'workdir'])
+  flags.mark_flags_as_required(['rl_workdir', 'workdir'])
   app.run(main)

@@ -266,9 +266,15 @@ def _sft_stage(c, name: str, train: str, updates: int, extra) -> Stage:
 
 
 def _climb_data(c) -> Stage:
-  flags = {'selected': '{rl}/climbing/sft_train.jsonl', 'demonstrations': ''}
-  if c.climb.mix_demonstrations:
-    flags['demonstrations'] = '{split}/train.jsonl'
+  """Iris's selection from the RL stage's used rollouts, demos mixed in."""
+  m = c.climb
+  flags = {
+      'rl_workdir': '{rl}',
+      'demonstrations': '{split}/train.jsonl' if m.mix_demonstrations else '',
+      'min_pass': m.min_pass,
+      'max_pass': m.max_pass,
+      'min_tool_turns': m.min_tool_turns,
+  }
   return Stage(
       name='climb_data',
       module='search_agent.pipeline.climb_data',
@@ -278,18 +284,7 @@ def _climb_data(c) -> Stage:
 
 def _rl(c) -> Stage:
   """train.rl.run from the SFT checkpoint on the train tasks, same env."""
-  m = c.climb
-  climbing = {}
-  if m.enabled:  # the selection climb_data reads
-    climbing = {
-        'climbing.enabled': True,
-        'climbing.min_pass': m.min_pass,
-        'climbing.max_pass': m.max_pass,
-        'climbing.min_tool_turns': m.min_tool_turns,
-    }
-  return _rl_stage(
-      c, 'rl', '{sft}', c.rl.updates, {**climbing, **_extra(c.rl.extra)}
-  )
+  return _rl_stage(c, 'rl', '{sft}', c.rl.updates, _extra(c.rl.extra))
 
 
 def _climb_rl(c) -> Stage:

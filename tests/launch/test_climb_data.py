@@ -7,17 +7,30 @@ import sys
 import pytest
 
 from search_agent.agent import trajectory as traj_lib
+from search_agent.filtering import climbing
 from search_agent.pipeline import climb
+from search_agent.train.rl import replay_queue
 
 
-def _traj(tid, task, answer):
-  msgs = (
-      traj_lib.Turn(role='user', content=f'question {task}'),
-      traj_lib.Turn(role='assistant', content=f'<answer>{answer}</answer>'),
+def _traj(tid, task, answer, calls=0, group=None, correct=None):
+  msgs = [traj_lib.Turn(role='user', content=f'question {task}')]
+  for k in range(calls):
+    msgs.append(
+        traj_lib.Turn(
+            role='assistant', content=f'step {k}',
+            tool_calls=(traj_lib.ToolCall(name='search', arguments={}),),
+        )
+    )  # fmt: skip
+    msgs.append(traj_lib.Turn(role='tool', name='search', content='r'))
+  msgs.append(
+      traj_lib.Turn(role='assistant', content=f'<answer>{answer}</answer>')
   )
+  meta = {}
+  if group is not None:
+    meta = {'group_id': group, 'reward': {'correct': correct}}
   return traj_lib.Trajectory(
-      id=tid, task_id=task, question=f'question {task}', messages=msgs,
-      final_answer=answer, status='answered',
+      id=tid, task_id=task, question=f'question {task}', messages=tuple(msgs),
+      final_answer=answer, status='answered', meta=meta,
   )  # fmt: skip
 
 
@@ -27,48 +40,69 @@ def _write(path, trajs):
   return str(path)
 
 
+def _rl_workdir(tmp_path):
+  """An RL workdir: the journal of used groups and a worker's rollouts."""
+  rl = tmp_path / 'rl'
+  replay_queue.ReplayQueue(rl / 'queue').commit(0, ['a@0', 'b@0'])
+  _write(
+      rl / 'rollouts-0.jsonl',
+      [
+          _traj('a@0#0', 'a', 'x', 2, 'a@0', 1.0),
+          _traj('a@0#1', 'a', 'x', 1, 'a@0', 1.0),  # the shortest success
+          _traj('a@0#2', 'a', 'w', 1, 'a@0', 0.0),
+          _traj('b@0#0', 'b', 'y', 1, 'b@0', 1.0),  # b: all pass, no band
+          _traj('b@0#1', 'b', 'y', 1, 'b@0', 1.0),
+          _traj('c@0#0', 'c', 'z', 1, 'c@0', 1.0),  # c: never used
+          _traj('c@0#1', 'c', 'v', 1, 'c@0', 0.0),
+      ],
+  )
+  return str(rl)
+
+
 def test_selected_rollouts_come_first_and_duplicates_go(tmp_path):
-  selected = _write(
-      tmp_path / 'sel.jsonl', [_traj('rl#0', 'a', 'x'), _traj('rl#1', 'b', 'y')]
-  )
-  # The demonstration of task a says what the selected rollout says.
-  demos = _write(
-      tmp_path / 'demos.jsonl', [_traj('d0', 'a', 'x'), _traj('d1', 'c', 'z')]
-  )
-  counts = climb.merge(selected, demos, str(tmp_path / 'out'))
-  assert counts == {
-      'selected': 2,
+  rl = _rl_workdir(tmp_path)
+  # A demonstration of task a says what the selected rollout says.
+  same = _traj('d0', 'a', 'x', 1)
+  demos = _write(tmp_path / 'demos.jsonl', [same, _traj('d1', 'd', 'z', 1)])
+  band = climbing.ClimbConfig(min_tool_turns=1)
+  counts = climb.merge(rl, demos, str(tmp_path / 'out'), band)
+  assert counts['rollouts'] == 5 and counts['queries'] == 2
+  assert {k: counts[k] for k in ('selected', 'demonstrations')} == {
+      'selected': 1,
       'demonstrations': 2,
-      'duplicates': 1,
-      'train': 3,
-      'train_selected': 2,
   }
+  assert (counts['duplicates'], counts['train']) == (1, 2)
+  assert counts['train_selected'] == 1
   kept = list(traj_lib.iter_jsonl(tmp_path / 'out' / 'train.jsonl'))
-  assert [t.id for t in kept] == ['rl#0', 'rl#1', 'd1']
+  assert [t.id for t in kept] == ['a@0#1', 'd1']
   assert json.loads((tmp_path / 'out' / 'climb.json').read_text()) == counts
-  alone = climb.merge(selected, '', str(tmp_path / 'alone'))
-  assert alone['train'] == 2 and alone['demonstrations'] == 0
+  # Depth 2: a's two-call success is the only deep one.
+  deep = climb.merge(rl, '', str(tmp_path / 'deep'), climbing.ClimbConfig())
+  assert deep['train'] == 1 and deep['band']['min_tool_turns'] == 2
+  kept = list(traj_lib.iter_jsonl(tmp_path / 'deep' / 'train.jsonl'))
+  assert [t.id for t in kept] == ['a@0#0']
 
 
 def test_nothing_to_train_on_is_an_error_that_says_why(tmp_path):
-  empty = tmp_path / 'sel.jsonl'
-  empty.write_text('')
-  with pytest.raises(climb.ClimbDataError, match='no query in the pass'):
-    climb.merge(str(empty), '', str(tmp_path / 'out'))
-  with pytest.raises(climb.ClimbDataError, match='climbing.enabled'):
-    climb.merge(str(tmp_path / 'none.jsonl'), '', str(tmp_path / 'out'))
+  rl = _rl_workdir(tmp_path)
+  none = climbing.ClimbConfig(min_tool_turns=3)
+  with pytest.raises(climb.ClimbDataError, match='no query of its 5 used'):
+    climb.merge(rl, '', str(tmp_path / 'out'), none)
+  with pytest.raises(climb.ClimbDataError, match='no queue/'):
+    climb.merge(str(tmp_path), '', str(tmp_path / 'out'))
   assert not (tmp_path / 'out').exists()
   torn = tmp_path / 'torn.jsonl'
   torn.write_text('{"id": "x"\n')
   with pytest.raises(traj_lib.TrajectoryFormatError, match='torn.jsonl:1'):
-    climb.merge(str(torn), '', str(tmp_path / 'out'))
+    climb.merge(rl, str(torn), str(tmp_path / 'out'))
 
 
 def test_the_binary_prints_its_counts(tmp_path):
-  selected = _write(tmp_path / 'sel.jsonl', [_traj('rl#0', 'a', 'x')])
+  rl = _rl_workdir(tmp_path)
   out = subprocess.run(
       [sys.executable, '-m', 'search_agent.pipeline.climb_data',
-       f'--selected={selected}', f'--workdir={tmp_path / "out"}'],
+       f'--rl_workdir={rl}', '--min_tool_turns=2',
+       f'--workdir={tmp_path / "out"}'],
       capture_output=True, text=True, check=True,
   )  # fmt: skip
-  assert json.loads(out.stdout)['train'] == 1
+  assert json.loads(out.stdout)['train_selected'] == 1

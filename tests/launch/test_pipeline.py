@@ -259,20 +259,20 @@ def test_rl_sees_the_prompt_and_snippets_eval_sees():
 def test_the_climb_runs_before_the_report_from_rl_to_rl():
   c = pipeline_config.get_config('tiny')
   assert not {'climb_sft', 'climb_rl'} & {s.name for s in plan.build(c)}
-  assert (
-      'climbing.enabled'
-      not in {s.name: s for s in plan.build(c)}['rl'].overrides
-  )
+  rl_before = {s.name: s for s in plan.build(c)}['rl']
   c.climb.enabled = True
   built = plan.build(c)
   names = [s.name for s in built]
   assert names[-5:] == list(pipeline_config.CLIMB_STAGES) + ['report']
   assert tuple(plan.CLIMB_STAGES) == pipeline_config.CLIMB_STAGES
   stages = {s.name: s for s in built}
-  rl = stages['rl'].overrides
-  assert rl['climbing.enabled'] is True and rl['climbing.min_tool_turns'] == 1
+  # The RL stage is the same (a finished run is reused when the climb is
+  # enabled after it); climb_data selects from its workdir.
+  assert stages['rl'] == rl_before
   data = stages['climb_data']
-  assert data.flags['selected'] == '{rl}/climbing/sft_train.jsonl'
+  assert (
+      data.flags['rl_workdir'] == '{rl}' and data.flags['min_tool_turns'] == 1
+  )
   assert data.flags['demonstrations'] == '{split}/train.jsonl'
   sft = stages['climb_sft'].overrides
   assert sft['init_from'] == '{rl}' and sft['schedule.kind'] == 'constant'
@@ -282,7 +282,6 @@ def test_the_climb_runs_before_the_report_from_rl_to_rl():
   climb_rl = stages['climb_rl'].overrides
   assert climb_rl['init.sft_workdir'] == '{climb_sft}'
   assert climb_rl['max_updates'] == c.climb.rl_updates
-  assert 'climbing.enabled' not in climb_rl
   assert stages['eval_after_climb'].overrides['sampler.checkpoint_dir'] == (
       '{climb_rl}'
   )

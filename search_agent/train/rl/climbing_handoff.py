@@ -33,11 +33,18 @@ def used_rollouts(workdir: str) -> list[traj_lib.Trajectory]:
   return list(by_id.values())
 
 
-def handoff(workdir: str, cfg: climbing.ClimbConfig) -> dict[str, Any]:
-  """Selects and writes the SFT data; returns the report."""
+def select(
+    workdir: str, cfg: climbing.ClimbConfig
+) -> tuple[list[traj_lib.Trajectory], Any]:
+  """(the used rollouts, Iris's selection among them) of a run's workdir."""
   trajs = used_rollouts(workdir)
   correct = {t.id: t.meta['reward']['correct'] >= 1.0 for t in trajs}
-  result = climbing.climb_select(trajs, correct, cfg)
+  return trajs, climbing.climb_select(trajs, correct, cfg)
+
+
+def handoff(workdir: str, cfg: climbing.ClimbConfig) -> dict[str, Any]:
+  """Selects and writes the SFT data; returns the report."""
+  trajs, result = select(workdir, cfg)
   out = pathlib.Path(workdir) / OUT_DIR
   out.mkdir(parents=True, exist_ok=True)
   path = out / OUT_FILE

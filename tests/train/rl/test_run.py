@@ -4,18 +4,18 @@ import json
 import pathlib
 import sys
 
+import jax
+import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
-import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
-import rl_run  # pylint: disable=g-import-not-at-top,wrong-import-position
+from search_agent.model import checkpoint_params
+from search_agent.model import maxtext_model
+from search_agent.train.sft import config as sft_config
+from search_agent.train.sft import inputs as sft_inputs
+from tpu_configs import sft as sft_configs
 
-from search_agent.model import checkpoint_params  # pylint: disable=g-import-not-at-top,wrong-import-position
-from search_agent.model import maxtext_model  # pylint: disable=g-import-not-at-top,wrong-import-position
-from search_agent.train.sft import config as sft_config  # pylint: disable=g-import-not-at-top,wrong-import-position
-from search_agent.train.sft import inputs as sft_inputs  # pylint: disable=g-import-not-at-top,wrong-import-position
-from tpu_configs import sft as sft_configs  # pylint: disable=g-import-not-at-top,wrong-import-position
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import rl_run  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
