@@ -151,6 +151,12 @@ def test_rollouts_through_a_server_with_weights_pushed(server, tmp_path):
     assert gen and all(v >= 0 for v in gen)
     seen.update(gen)
   served = httpx.get(url + '/health').json()['version']
-  assert seen <= {0, 1} and served == max(seen)
+  # The worker pushes the newest published weights before its next request:
+  # the server serves at least every version a kept rollout used, and moved
+  # on past 0 once the learner published. Under load both updates may train
+  # on version-0 groups (age 1 is within the limit) while the first request
+  # at version 1 is still in flight when the run ends.
+  assert seen <= {0, 1}
+  assert max(seen) <= served <= recs[-1]['policy_version'] and served >= 1
   stats = httpx.get(url + '/metrics').json()
   assert stats['requests'] > 0 and stats['weight_updates'] >= 1
