@@ -11,25 +11,25 @@ from search_agent.filtering import climbing
 from search_agent.pipeline import climb
 from search_agent.train.rl import replay_queue
 
+_CALL = traj_lib.Turn(
+    role='assistant',
+    content='search',
+    tool_calls=(traj_lib.ToolCall(name='search', arguments={}),),
+)
+_OBSERVATION = traj_lib.Turn(role='tool', name='search', content='r')
+
 
 def _traj(tid, task, answer, calls=0, group=None, correct=None):
-  msgs = [traj_lib.Turn(role='user', content=f'question {task}')]
-  for k in range(calls):
-    msgs.append(
-        traj_lib.Turn(
-            role='assistant', content=f'step {k}',
-            tool_calls=(traj_lib.ToolCall(name='search', arguments={}),),
-        )
-    )  # fmt: skip
-    msgs.append(traj_lib.Turn(role='tool', name='search', content='r'))
-  msgs.append(
-      traj_lib.Turn(role='assistant', content=f'<answer>{answer}</answer>')
+  msgs = (
+      traj_lib.Turn(role='user', content=f'question {task}'),
+      *[_CALL, _OBSERVATION] * calls,
+      traj_lib.Turn(role='assistant', content=f'<answer>{answer}</answer>'),
   )
   meta = {}
   if group is not None:
     meta = {'group_id': group, 'reward': {'correct': correct}}
   return traj_lib.Trajectory(
-      id=tid, task_id=task, question=f'question {task}', messages=tuple(msgs),
+      id=tid, task_id=task, question=f'question {task}', messages=msgs,
       final_answer=answer, status='answered', meta=meta,
   )  # fmt: skip
 
