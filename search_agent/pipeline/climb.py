@@ -50,9 +50,10 @@ def merge(
   os.makedirs(workdir, exist_ok=True)
   path = os.path.join(workdir, 'train.jsonl')
   tmp = path + '.tmp'
-  with open(tmp, 'w', encoding='utf-8') as f:
-    for t in result.kept:
-      f.write(json.dumps(t.to_json(), ensure_ascii=False) + '\n')
+  if os.path.exists(tmp):
+    os.remove(tmp)
+  for t in result.kept:
+    traj_lib.append_jsonl(tmp, t)
   os.replace(tmp, path)
   picked_ids = {t.id for t in picked}
   counts = {
