@@ -154,6 +154,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # Constant Muon step size: the recipe's 2e-6 moves a 1M-parameter
       # model nowhere in 30 updates; 1e-3 is where tiny SFT's cosine ends.
       learning_rate=1e-3,
+      # The rollouts' sampling temperature (the learner scores at the same
+      # one). The recipe samples at 1.0.
+      temperature=1.0,
       checkpoint_dir='{rl}',
       extra=(),
   )

@@ -3,6 +3,10 @@
 The output head runs on `chunk` positions at a time inside a rematerialized
 `lax.scan`, so neither the forward nor the backward pass ever holds more than
 batch x chunk x vocab logits: memory does not grow with length x vocab.
+
+`temperature` scores under softmax(logits / T), the distribution the
+sampler draws from (model/sampling.py); T <= 0 (greedy) and T = 1 are the
+raw model log-probabilities, as the sampler records them.
 """
 
 import functools
@@ -19,6 +23,7 @@ def chunked_token_logprobs(
     targets_bt: jax.Array,
     chunk: int,
     remat: bool = True,
+    temperature: float = 1.0,
 ) -> jax.Array:
   """log p(targets[b, t] | hidden[b, t]) for every position.
 
@@ -30,6 +35,7 @@ def chunked_token_logprobs(
       Chunks are strided (every n-th position), not contiguous.
     remat: Recompute each chunk's logits in the backward pass (memory holds
       one chunk's logits); False keeps them (faster, n chunks' memory).
+    temperature: Score under softmax(logits / temperature); <= 0 means 1.
 
   Returns:
     float32 log-probabilities [b, t].
@@ -46,8 +52,12 @@ def chunked_token_logprobs(
   h_nbcd = jnp.moveaxis(hidden_btd.reshape(b, chunk, n, d), 2, 0)
   y_nbc = jnp.moveaxis(targets_bt.reshape(b, chunk, n), 2, 0)
 
+  scale = 1.0 / temperature if temperature > 0 else 1.0
+
   def one_chunk(h_bcd, y_bc):
     logits_bcv = logits_fn(h_bcd).astype(jnp.float32)
+    if scale != 1.0:
+      logits_bcv = logits_bcv * scale
     lse_bc = jax.nn.logsumexp(logits_bcv, axis=-1)
     picked_bc = jnp.take_along_axis(logits_bcv, y_bc[..., None], axis=-1)
     return picked_bc[..., 0] - lse_bc
@@ -70,6 +80,7 @@ def token_logprobs(
     segments_bt: jax.Array,
     targets_bt: jax.Array,
     forced_bsle: jax.Array | None = None,
+    temperature: float = 1.0,
 ) -> tuple[jax.Array, maxtext_model.ForwardOut]:
   """Forward pass + chunked log-probs of `targets_bt`; call under rules()."""
   out = maxtext_model.forward(
@@ -91,5 +102,6 @@ def token_logprobs(
       targets_bt,
       model.config.logits_chunk,
       model.config.logits_remat,
+      temperature,
   )
   return lp, out

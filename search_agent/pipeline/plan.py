@@ -299,6 +299,7 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
   overrides = {
       'max_updates': updates,
       'optimizer.learning_rate': r.learning_rate,
+      'rollout.temperature': r.temperature,
       'tasks_path': '{tasks}/tasks.train.jsonl',
       'init.sft_workdir': init,
       'tokenizer.path': '{tokenizer}/tokenizer.json',

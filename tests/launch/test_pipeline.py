@@ -241,6 +241,7 @@ def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
 
 def test_rl_sees_the_prompt_and_snippets_eval_sees():
   c = pipeline_config.get_config('tiny')
+  c.rl.temperature = 0.7
   env = plan.env_of(c)
   assert (env.tool_text, env.tools) == ('signature', ('search',))
   rl_stage = {s.name: s for s in plan.build(c)}['rl']
@@ -254,6 +255,8 @@ def test_rl_sees_the_prompt_and_snippets_eval_sees():
   assert 'search(query' in rl_setup.system_text(rc)
   assert rc.search.snippet_words == env.snippet_words == 24
   assert rc.optimizer.learning_rate == c.rl.learning_rate
+  # The RL binary hands the rollouts' temperature to the learner too.
+  assert rl_setup.loop_config(rc).temperature == 0.7
 
 
 def test_the_climb_runs_before_the_report_from_rl_to_rl():

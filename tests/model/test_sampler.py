@@ -29,15 +29,16 @@ def sampler(tiny_cfg, model1):
   return s
 
 
-def _train_forward(model, seq, routing=None):
+def _train_forward(model, seq, routing=None, temperature=1.0):
   toks = jnp.asarray([seq[:-1]], jnp.int32)
   n = toks.shape[1]
   pos, seg = jnp.arange(n)[None], jnp.ones_like(toks)
   forced = None if routing is None else jnp.asarray(routing[None, :n])
   with model.rules():
     lp, out = logprobs.token_logprobs(
-        model, model.params, toks, pos, seg, jnp.asarray([seq[1:]]), forced
-    )
+        model, model.params, toks, pos, seg, jnp.asarray([seq[1:]]), forced,
+        temperature=temperature,
+    )  # fmt: skip
   return np.asarray(lp[0]), out
 
 
@@ -55,6 +56,20 @@ def test_replayed_logprobs_equal_sampling_logprobs(sampler, model1):
     )
     # With unchanged weights the training forward routes identically.
     np.testing.assert_array_equal(out.routing_bsle[0], s.routed_experts)
+
+
+def test_cooler_sampling_is_scored_at_the_same_temperature(sampler, model1):
+  # The sampler records log softmax(logits / T); the learner's forward at the
+  # same T reproduces it, and the raw (T = 1) forward does not.
+  samples = sampler.generate(PROMPTS, temperature=0.5, seed=4)
+  for prompt, s in zip(PROMPTS, samples):
+    seq = list(prompt) + list(s.token_ids)
+    hot, _ = _train_forward(model1, seq, s.routed_experts, temperature=0.5)
+    np.testing.assert_allclose(
+        hot[len(prompt) - 1 :], s.logprobs, rtol=1e-5, atol=1e-5
+    )
+    raw, _ = _train_forward(model1, seq, s.routed_experts)
+    assert np.max(np.abs(raw[len(prompt) - 1 :] - s.logprobs)) > 0.05
 
 
 def test_greedy_matches_full_recompute_and_batching(sampler, model1):

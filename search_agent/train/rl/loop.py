@@ -73,6 +73,9 @@ class LoopConfig:
     loss: Policy loss.
     advantages: Advantages.
     parity: Step-0 parity tolerance.
+    temperature: The rollouts' sampling temperature; the learner scores
+      tokens under softmax(logits / temperature), as the sampler recorded
+      them (<= 0, greedy, and 1 score the raw model).
   """
 
   max_updates: int
@@ -88,6 +91,7 @@ class LoopConfig:
   loss: loss_lib.PolicyLossConfig
   advantages: adv_lib.AdvantageConfig
   parity: parity_lib.ParityConfig
+  temperature: float = 1.0
 
 
 def _apply_fn(model: maxtext_model.Model, tx: optax.GradientTransformation):
@@ -131,7 +135,7 @@ class LearnerLoop:
     self.workdir = workdir
     self.check_alive = check_alive
     self.state_file = learner_state.StateFile(f'{workdir}/learner/state.json')
-    self._logprob_fn = policy_logprobs.make_logprob_fn(model)
+    self._logprob_fn = policy_logprobs.make_logprob_fn(model, cfg.temperature)
     self._apply = _apply_fn(model, tx)
     self.payloads: dict[str, Any] = {}
     self.passes: dict[str, int] = {}
@@ -250,7 +254,7 @@ class LearnerLoop:
         adv_cfg=self.cfg.advantages,
     )
     if self.version == 0 and not self._parity_done():
-      fn = policy_logprobs.jitted_logprobs(self.model)
+      fn = policy_logprobs.jitted_logprobs(self.model, self.cfg.temperature)
       report = parity_lib.measure(fn, self.params, mbs, self.cfg.loss)
       parity_lib.check(report, self.cfg.parity, self._parity_path())
       logging.info('step-0 parity: %s', report)

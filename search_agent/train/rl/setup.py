@@ -63,6 +63,7 @@ def loop_config(c: ml_collections.ConfigDict) -> loop_lib.LoopConfig:
       loss=configs.loss_config(c),
       advantages=configs.advantage_config(c),
       parity=parity_lib.ParityConfig(**c.parity.to_dict()),
+      temperature=c.rollout.temperature,
   )
 
 

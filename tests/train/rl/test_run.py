@@ -26,9 +26,14 @@ FIELDS = (
 )  # fmt: skip
 
 
+# Cooler than 1: the learner must score at the sampler's temperature, or the
+# step-0 parity check stops the run.
+COOL = '--config.rollout.temperature=0.7'
+
+
 def test_one_update_pulse(tmp_path):
   workdir, log = tmp_path / 'run', tmp_path / 'log.txt'
-  proc = rl_run.start(workdir, '--config.max_updates=1', log=log)
+  proc = rl_run.start(workdir, '--config.max_updates=1', COOL, log=log)
   assert proc.wait(timeout=900) == 0, rl_run.log_tail(log)
   (rec,) = rl_run.metrics(workdir)
   assert all(k in rec for k in FIELDS)
@@ -48,7 +53,7 @@ def test_one_update_pulse(tmp_path):
   assert [json.loads(l)['update'] for l in journal] == [0]
   # A rerun asking for one more update continues the finished run (the old
   # done marker must not stop its rollout worker before the learner starts).
-  proc = rl_run.start(workdir, '--config.max_updates=2', log=log)
+  proc = rl_run.start(workdir, '--config.max_updates=2', COOL, log=log)
   assert proc.wait(timeout=900) == 0, rl_run.log_tail(log)
   assert [r['update'] for r in rl_run.metrics(workdir)] == [1, 2]
   # The pipeline's SFT-RL climb starts train.sft from this workdir: SFT's
