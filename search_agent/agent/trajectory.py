@@ -7,7 +7,7 @@ reads this format; importers convert other formats into it.
 import dataclasses
 import json
 import os
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 SCHEMA_VERSION = 1
 T = TypeVar('T')
@@ -216,6 +216,27 @@ def append_jsonl(path: str | os.PathLike[str], traj: Trajectory) -> None:
   `iter_jsonl` reports it as a LineError).
   """
   append_line(path, json.dumps(traj.to_json(), ensure_ascii=False))
+
+
+def write_jsonl(
+    path: str | os.PathLike[str], trajs: Iterable[Trajectory]
+) -> int:
+  """Writes `trajs` as the whole file at `path`, one line each; returns n.
+
+  The lines go to `path`.tmp, fsynced once, then renamed over `path`: a
+  reader sees the old file or the complete new one, never part of it (and
+  a file of thousands of lines costs one fsync, not one per line).
+  """
+  tmp = f'{os.fspath(path)}.tmp'
+  n = 0
+  with open(tmp, 'w', encoding='utf-8') as f:
+    for t in trajs:
+      f.write(json.dumps(t.to_json(), ensure_ascii=False) + '\n')
+      n += 1
+    f.flush()
+    os.fsync(f.fileno())
+  os.replace(tmp, path)
+  return n
 
 
 def append_line(path: str | os.PathLike[str], text: str) -> None:

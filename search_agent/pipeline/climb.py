@@ -49,12 +49,7 @@ def merge(
     )
   os.makedirs(workdir, exist_ok=True)
   path = os.path.join(workdir, 'train.jsonl')
-  tmp = path + '.tmp'
-  if os.path.exists(tmp):
-    os.remove(tmp)
-  for t in result.kept:
-    traj_lib.append_jsonl(tmp, t)
-  os.replace(tmp, path)
+  traj_lib.write_jsonl(path, result.kept)
   picked_ids = {t.id for t in picked}
   counts = {
       'rollouts': len(used),

@@ -84,3 +84,13 @@ def test_torn_line_costs_only_itself(tmp_path):
   ]
   with pytest.raises(tr.TrajectoryFormatError, match=r'traj.jsonl:2'):
     list(tr.iter_jsonl(path))
+
+
+def test_write_jsonl_replaces_the_whole_file(tmp_path):
+  path = tmp_path / 'train.jsonl'
+  path.write_text('{"id": "old"}\n{"id": "torn', encoding='utf-8')
+  (tmp_path / 'train.jsonl.tmp').write_text('left by a killed writer')
+  assert tr.write_jsonl(path, (_traj(i) for i in range(3))) == 3
+  assert [t.id for t in tr.iter_jsonl(path)] == ['t0', 't1', 't2']
+  assert [p.name for p in tmp_path.iterdir()] == ['train.jsonl']
+  assert tr.write_jsonl(path, []) == 0 and path.read_text() == ''

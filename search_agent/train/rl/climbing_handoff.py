@@ -48,12 +48,7 @@ def handoff(workdir: str, cfg: climbing.ClimbConfig) -> dict[str, Any]:
   out = pathlib.Path(workdir) / OUT_DIR
   out.mkdir(parents=True, exist_ok=True)
   path = out / OUT_FILE
-  tmp = path.with_suffix('.tmp')
-  tmp.unlink(missing_ok=True)
-  for t in result.kept:
-    traj_lib.append_jsonl(tmp, t)
-  tmp.touch()
-  tmp.replace(path)
+  traj_lib.write_jsonl(path, result.kept)
   report = {
       'rollouts': len(trajs),
       'selected': len(result.kept),
