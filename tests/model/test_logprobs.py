@@ -30,6 +30,18 @@ def test_hand_worked_two_token_vocab():
   np.testing.assert_allclose(lp, [[np.log(0.75), np.log(0.25)]], rtol=1e-6)
 
 
+def test_hand_worked_temperature():
+  # logits [0, 2 log 3] at T = 2 -> [0, log 3] -> p = [1/4, 3/4]; T <= 0
+  # (greedy) scores the raw logits: p = [1/10, 9/10].
+  h = jnp.array([[[0.0], [0.0]]])
+  fn = lambda h: h + jnp.array([0.0, 2 * np.log(3.0)])
+  y = jnp.array([[1, 0]])
+  hot = logprobs.chunked_token_logprobs(fn, h, y, chunk=1, temperature=2.0)
+  np.testing.assert_allclose(hot, [[np.log(0.75), np.log(0.25)]], rtol=1e-6)
+  raw = logprobs.chunked_token_logprobs(fn, h, y, chunk=1, temperature=0.0)
+  np.testing.assert_allclose(raw, [[np.log(0.9), np.log(0.1)]], rtol=1e-6)
+
+
 @pytest.mark.parametrize('chunk', [1, 4, 7, 64])
 def test_matches_full_softmax_values_and_grads(chunk):
   w, _ = _linear_head()
