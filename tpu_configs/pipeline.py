@@ -116,6 +116,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # the pretraining's copying (token for token) can reuse. Off in tiny,
       # whose 40 pretraining updates form no copying to reuse.
       value_space=learn,
+      # True: a <think> naming the question's relation before the answer
+      # ('The answer is the date of death.'; TeacherConfig.name_relation).
+      name_relation=False,
       max_steps=6,
   )
   # filtering.run: the recipe's selection with an offline exact-match judge.

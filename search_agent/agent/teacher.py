@@ -54,6 +54,15 @@ class TeacherConfig:
       of a JSON string, so without it a small model must learn a different
       spelling of every name instead of copying tokens. The search query and
       the graded answer are read with surrounding spaces stripped.
+    name_relation: Before the answer, a `<think>` naming what the question
+      asks for, from the task's last relation ('The answer is the date of
+      death.'; synthesis writes `meta['relations']`), even when `think` is
+      off: the answer then follows words that say which value of the
+      observation it is, instead of a relation a small model must recall
+      from the question far back (one page's snippet often holds the birth
+      date, the death date and the nationality together). The model learns
+      to write the line from the question; nothing of the task leaks into
+      an eval. Tasks without relations get no line.
   """
 
   visit: bool = False
@@ -62,6 +71,7 @@ class TeacherConfig:
   quote_rate: float = 0.5
   max_retries: int = 1
   value_space: bool = False
+  name_relation: bool = False
 
   def __post_init__(self):
     for name in ('recovery_rate', 'quote_rate'):
@@ -87,6 +97,14 @@ def evidence_path(task: task_lib.Task) -> tuple[str, ...]:
         " meta['evidence_path']"
     )
   return titles
+
+
+def relation_thought(task: task_lib.Task) -> str | None:
+  """'The answer is the date of death.' from the task's last relation."""
+  relations = task.meta.get('relations') or ()
+  if not relations or not str(relations[-1]).strip():
+    return None
+  return f'The answer is the {str(relations[-1]).replace("_", " ").strip()}.'
 
 
 def _call(name: str, arguments: dict) -> str:
@@ -184,7 +202,9 @@ class ProgrammaticTeacher:
     if tool == 'answer':
       read = [m.get('content', '') for m in messages if m['role'] == 'tool']
       answer = find_answer(self.task, read) or NOT_FOUND
-      return self._think('I have read the evidence.') + (
+      thought = 'I have read the evidence.'
+      named = relation_thought(self.task) if self.config.name_relation else None
+      return self._think(named or thought, force=named is not None) + (
           f'<answer>{self._spaced(answer)}</answer>'
       )
     if tool == 'search':
@@ -199,5 +219,7 @@ class ProgrammaticTeacher:
   def _spaced(self, value: str) -> str:
     return f' {value}' if self.config.value_space else value
 
-  def _think(self, thought: str) -> str:
-    return f'<think>\n{thought}\n</think>\n' if self.config.think else ''
+  def _think(self, thought: str, force: bool = False) -> str:
+    if not (self.config.think or force):
+      return ''
+    return f'<think>\n{thought}\n</think>\n'

@@ -59,6 +59,9 @@ _QUOTE = flags.DEFINE_float('quote_rate', 0.5, 'Quoted first queries.')
 _VALUE_SPACE = flags.DEFINE_bool(
     'value_space', False, 'Programmatic: a space before copied values.'
 )
+_NAME_RELATION = flags.DEFINE_bool(
+    'name_relation', False, 'Programmatic: a <think> naming the relation.'
+)
 _CONCURRENCY = flags.DEFINE_integer('concurrency', 8, 'Rollouts in flight.')
 
 
@@ -102,6 +105,7 @@ async def collect(tasks, env: environment.Environment, out_dir: str) -> dict:
       think=_THINK.value,
       quote_rate=_QUOTE.value,
       value_space=_VALUE_SPACE.value,
+      name_relation=_NAME_RELATION.value,
   )
   endpoint = None
   if _TEACHER.value == 'openai':

@@ -179,6 +179,8 @@ def _collect(c) -> Stage:
       'quote_rate': t.quote_rate,
       'value_space': t.value_space,
   }
+  if t.name_relation:  # only when on: earlier runs' collect stays reusable
+    flags['name_relation'] = True
   if t.kind == 'openai':
     flags.update(teacher_base_url=t.base_url, teacher_model=t.model)
   return Stage(

@@ -152,3 +152,37 @@ def test_value_space_lets_the_name_keep_its_question_tokens(
   assert not _contains(seen[False][1], answer)
   assert _contains(seen[True][0], name)
   assert _contains(seen[True][1], answer)
+
+
+def test_name_relation_writes_what_the_question_asks_before_the_answer(
+    engine,
+):
+  task = task_lib.Task(
+      id='t5',
+      question=TEUTBERGA.question,
+      answer='Lothair II',
+      evidence=('Teutberga',),
+      meta={'relations': ['director', 'spouse']},
+  )
+  for think in (False, True):
+    config = teacher_lib.TeacherConfig(
+        recovery_rate=0, name_relation=True, think=think
+    )
+    traj = _run(engine, task, config, 0)
+    assert traj.final_answer == 'Lothair II'  # the think is not the answer
+    last = [m for m in traj.messages if m.role == 'assistant'][-1]
+    # The loop keeps the think as the turn's reasoning (rendered, with loss).
+    assert last.reasoning == 'The answer is the spouse.'
+    assert last.content == '<answer>Lothair II</answer>'
+    first = [m for m in traj.messages if m.role == 'assistant'][0]
+    assert bool(first.reasoning) == think  # calls: as before
+  # Off, or a task without relations: no line before the answer.
+  for config, t in (
+      (teacher_lib.TeacherConfig(recovery_rate=0), task),
+      (
+          teacher_lib.TeacherConfig(recovery_rate=0, name_relation=True),
+          TEUTBERGA,
+      ),
+  ):
+    last = [m for m in _run(engine, t, config, 0).messages][-1]
+    assert not last.reasoning and last.content.startswith('<answer>')

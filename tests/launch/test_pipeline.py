@@ -239,6 +239,16 @@ def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
   assert stages['eval_before_sft'].overrides['sampler.checkpoint_dir'] == ''
 
 
+def test_name_relation_reaches_the_teacher_only_when_on():
+  c = pipeline_config.get_config('learn')
+  collect = {s.name: s for s in plan.build(c)}['collect']
+  assert 'name_relation' not in collect.flags  # earlier runs' hash kept
+  c.teacher.name_relation = True
+  collect = {s.name: s for s in plan.build(c)}['collect']
+  assert collect.flags['name_relation'] is True
+  assert '--name_relation=True' in collect.argv(sys.executable, '/r')
+
+
 def test_rl_sees_the_prompt_and_snippets_eval_sees():
   c = pipeline_config.get_config('tiny')
   c.rl.temperature = 0.7
