@@ -25,8 +25,8 @@ unchanged; search_agent/pipeline/plan.py wires them):
 Variants: 'tiny' (the README's main job: under 15 minutes on 2 free cores)
 and 'learn' (the learning-signal benchmark: 200 held-out tasks, every train
 task's demonstrations, 2,000 pretraining and 1,200 SFT updates, 30 RL updates).
-WORKSPACE.md "Learning signal" has a measured run of it with smaller
-pretraining/SFT/RL sizes and its figures.
+WORKSPACE.md "Learning signal" has measured runs of it (at these
+defaults: 11.0% held-out pass@1 after SFT, 10.0% after RL) and their figures.
 """
 
 import ml_collections
@@ -161,8 +161,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # model nowhere in 30 updates; 1e-3 is where tiny SFT's cosine ends.
       learning_rate=1e-3,
       # The rollouts' sampling temperature (the learner scores at the same
-      # one). The recipe samples at 1.0.
-      temperature=1.0,
+      # one). The recipe samples at 1.0; `learn` at 0.6: from a 4.5% SFT
+      # policy the outcome reward was nonzero in 16 of 30 updates (at 1.0 in
+      # 6 of 20), so more groups hold a right and a wrong rollout.
+      temperature=0.6 if learn else 1.0,
       checkpoint_dir='{rl}',
       extra=(),
   )
