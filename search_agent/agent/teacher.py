@@ -102,9 +102,12 @@ def evidence_path(task: task_lib.Task) -> tuple[str, ...]:
 def relation_thought(task: task_lib.Task) -> str | None:
   """'The answer is the date of death.' from the task's last relation."""
   relations = task.meta.get('relations') or ()
-  if not relations or not str(relations[-1]).strip():
-    return None
-  return f'The answer is the {str(relations[-1]).replace("_", " ").strip()}.'
+  relation = str(relations[-1]).replace('_', ' ').strip() if relations else ''
+  return f'The answer is the {relation}.' if relation else None
+
+
+def _think_block(thought: str) -> str:
+  return f'<think>\n{thought}\n</think>\n'
 
 
 def _call(name: str, arguments: dict) -> str:
@@ -202,11 +205,13 @@ class ProgrammaticTeacher:
     if tool == 'answer':
       read = [m.get('content', '') for m in messages if m['role'] == 'tool']
       answer = find_answer(self.task, read) or NOT_FOUND
-      thought = 'I have read the evidence.'
       named = relation_thought(self.task) if self.config.name_relation else None
-      return self._think(named or thought, force=named is not None) + (
-          f'<answer>{self._spaced(answer)}</answer>'
+      thought = (
+          _think_block(named)
+          if named
+          else self._think('I have read the evidence.')
       )
+      return thought + f'<answer>{self._spaced(answer)}</answer>'
     if tool == 'search':
       thought = f'Search for {arguments["query"][0].strip()}.'
     else:
@@ -219,7 +224,5 @@ class ProgrammaticTeacher:
   def _spaced(self, value: str) -> str:
     return f' {value}' if self.config.value_space else value
 
-  def _think(self, thought: str, force: bool = False) -> str:
-    if not (self.config.think or force):
-      return ''
-    return f'<think>\n{thought}\n</think>\n'
+  def _think(self, thought: str) -> str:
+    return _think_block(thought) if self.config.think else ''
