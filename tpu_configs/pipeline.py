@@ -122,6 +122,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # to 11.0% (paired, p = 0.007; WORKSPACE.md, "Learning signal"): the
       # tiny model otherwise gave one answer to every question about a page.
       name_relation=learn,
+      # True: the first query is the question itself, then the title
+      # (TeacherConfig.question_query): the model copies the whole user turn
+      # instead of cutting the entity's name out of it.
+      question_query=False,
       max_steps=6,
   )
   # filtering.run: the recipe's selection with an offline exact-match judge.

@@ -63,6 +63,13 @@ class TeacherConfig:
       date, the death date and the nationality together). The model learns
       to write the line from the question; nothing of the task leaks into
       an eval. Tasks without relations get no line.
+    question_query: The first query of the first page is the question itself
+      (then the title, if that page was not among the results): a small model
+      copies the whole question, a span that starts where the user's turn
+      starts, instead of finding where the entity's name starts and ends in
+      it, and BM25 still finds the page from the name's rare words while the
+      query-focused snippet centres on the question's other words ('died',
+      'directed').
   """
 
   visit: bool = False
@@ -72,6 +79,7 @@ class TeacherConfig:
   max_retries: int = 1
   value_space: bool = False
   name_relation: bool = False
+  question_query: bool = False
 
   def __post_init__(self):
     for name in ('recovery_rate', 'quote_rate'):
@@ -163,8 +171,10 @@ class ProgrammaticTeacher:
   ) -> list[protocol.Completion]:
     return [protocol.Completion(text=self.reply(messages))] * params.n
 
-  def _queries(self, title: str) -> list[str]:
-    plain = self._spaced(display_title(title))
+  def _queries(self, hop: int) -> list[str]:
+    plain = self._spaced(display_title(self.path[hop]))
+    if self.config.question_query and hop == 0:
+      return [self._spaced(self.task.question), plain]
     quoted = f'"{plain}"'
     return [quoted, plain] if self.quote_first else [plain, quoted]
 
@@ -192,7 +202,7 @@ class ProgrammaticTeacher:
     if found is not None:
       goal = f'{self.task.question} (from the page {title})'
       return 'visit', {'ref_id': [found], 'goal': goal}
-    queries = self._queries(title)
+    queries = self._queries(hop)
     return 'search', {'query': [queries[min(tries, len(queries) - 1)]]}
 
   def _visits(self) -> bool:

@@ -62,6 +62,9 @@ _VALUE_SPACE = flags.DEFINE_bool(
 _NAME_RELATION = flags.DEFINE_bool(
     'name_relation', False, 'Programmatic: a <think> naming the relation.'
 )
+_QUESTION_QUERY = flags.DEFINE_bool(
+    'question_query', False, 'Programmatic: the question as the first query.'
+)
 _CONCURRENCY = flags.DEFINE_integer('concurrency', 8, 'Rollouts in flight.')
 
 
@@ -106,6 +109,7 @@ async def collect(tasks, env: environment.Environment, out_dir: str) -> dict:
       quote_rate=_QUOTE.value,
       value_space=_VALUE_SPACE.value,
       name_relation=_NAME_RELATION.value,
+      question_query=_QUESTION_QUERY.value,
   )
   endpoint = None
   if _TEACHER.value == 'openai':

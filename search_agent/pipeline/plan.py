@@ -181,6 +181,8 @@ def _collect(c) -> Stage:
   }
   if t.name_relation:  # only when on: earlier runs' collect stays reusable
     flags['name_relation'] = True
+  if t.question_query:  # likewise
+    flags['question_query'] = True
   if t.kind == 'openai':
     flags.update(teacher_base_url=t.base_url, teacher_model=t.model)
   return Stage(

@@ -186,3 +186,30 @@ def test_name_relation_writes_what_the_question_asks_before_the_answer(
   ):
     last = [m for m in _run(engine, t, config, 0).messages][-1]
     assert not last.reasoning and last.content.startswith('<answer>')
+
+
+def test_question_query_searches_the_question_then_the_title(engine):
+  config = teacher_lib.TeacherConfig(recovery_rate=0, question_query=True)
+  traj = _run(engine, TEUTBERGA, config, 0)
+  [call] = traj.tool_calls  # the question found the page: no retry
+  assert call.arguments['query'] == [TEUTBERGA.question]
+  assert traj.final_answer == 'Lothair II'
+  # A question whose words miss the page: the title is searched next.
+  vague = task_lib.Task(
+      id='t6',
+      question='Who is this?',
+      answer='Lothair II',
+      evidence=('Teutberga',),
+  )
+  traj = _run(engine, vague, config, 0)
+  queries = [c.arguments['query'][0] for c in traj.tool_calls]
+  assert queries == ['Who is this?', 'Teutberga']
+  assert traj.final_answer == 'Lothair II'
+  # Off: the title first, as before; on with value_space: a space before.
+  off = _run(engine, TEUTBERGA, teacher_lib.TeacherConfig(recovery_rate=0), 0)
+  assert off.tool_calls[0].arguments['query'][0].strip('"') == 'Teutberga'
+  spaced = teacher_lib.TeacherConfig(
+      recovery_rate=0, question_query=True, value_space=True
+  )
+  traj = _run(engine, TEUTBERGA, spaced, 0)
+  assert traj.tool_calls[0].arguments['query'] == [' ' + TEUTBERGA.question]

@@ -249,6 +249,15 @@ def test_name_relation_reaches_the_teacher_only_when_on():
   assert '--name_relation=True' in collect.argv(sys.executable, '/r')
 
 
+def test_question_query_reaches_the_teacher_only_when_on():
+  c = pipeline_config.get_config('learn')
+  collect = {s.name: s for s in plan.build(c)}['collect']
+  assert 'question_query' not in collect.flags  # earlier runs' hash kept
+  c.teacher.question_query = True
+  collect = {s.name: s for s in plan.build(c)}['collect']
+  assert '--question_query=True' in collect.argv(sys.executable, '/r')
+
+
 def test_rl_sees_the_prompt_and_snippets_eval_sees():
   c = pipeline_config.get_config('tiny')
   c.rl.temperature = 0.7
