@@ -172,6 +172,20 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       checkpoint_dir='{rl}',
       extra=(),
   )
+  # RL's question pool (search_agent/pipeline/rl_pool.py): rl_probe runs
+  # eval.run with the SFT checkpoint on the first probe_tasks train tasks
+  # (greedy, the eval's limits) and rl_pool keeps those it answered plus
+  # unsolved_fraction as many it missed; RL (and the climb's RL) then draws
+  # from them. A group-relative advantage is zero when a group is all right
+  # or all wrong, and from a weak policy most groups over all train tasks
+  # are all wrong. The seed leaves the pool's selection open (WORKSPACE.md,
+  # Decisions). Off by default: `--config.rl_pool.enabled`.
+  c.rl_pool = dict(
+      enabled=False,
+      probe_tasks=480 if learn else 32,
+      unsolved_fraction=0.25,
+      min_tasks=16 if learn else 1,
+  )
   # One SFT-RL climb (Iris, "SFT-RL climbing"): climb_data selects from the
   # RL stage's used rollouts, per query whose pass rate p has min_pass < p <
   # max_pass, the shortest correct one with >= min_tool_turns tool calls

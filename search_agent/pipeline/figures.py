@@ -153,6 +153,14 @@ def climb_figure(d: str) -> str:
   )
 
 
+def pool_figure(d: str) -> str:
+  m = read_json(os.path.join(d, 'pool.json')) or {}
+  return (
+      f'{m.get("kept", 0)} RL tasks ({m.get("kept_answered", 0)} answered'
+      f' of {m.get("probed", 0)} probed)'
+  )
+
+
 def report_figure(d: str) -> str:
   return f'wrote {os.path.join(os.path.dirname(d), "report.md")}'
 
@@ -170,6 +178,7 @@ FIGURES: dict[str, Callable[[str], str]] = {
     'search_agent.pipeline.train_tokenizer': tokenizer_figure,
     'search_agent.pipeline.split': split_figure,
     'search_agent.pipeline.climb_data': climb_figure,
+    'search_agent.pipeline.make_rl_pool': pool_figure,
 }
 
 

@@ -25,6 +25,8 @@ EVALS = {
     'eval_after_climb': 'after_climb',
 }
 CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
+# RL's pool of answerable train tasks, inserted before 'rl' when enabled.
+POOL_STAGES = ('rl_probe', 'rl_pool')
 
 
 class PlanError(ValueError):
@@ -304,7 +306,11 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
       'max_updates': updates,
       'optimizer.learning_rate': r.learning_rate,
       'rollout.temperature': r.temperature,
-      'tasks_path': '{tasks}/tasks.train.jsonl',
+      'tasks_path': (
+          '{rl_pool}/tasks.jsonl'
+          if c.rl_pool.enabled
+          else '{tasks}/tasks.train.jsonl'
+      ),
       'init.sft_workdir': init,
       'tokenizer.path': '{tokenizer}/tokenizer.json',
       'tokenizer.chat_template': 'chatml',
@@ -332,14 +338,20 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
   )
 
 
-def eval_stage(c, name: str, checkpoint_dir: str) -> Stage:
-  """eval.run on the held-out tasks with the in-process sampler."""
+def eval_stage(
+    c,
+    name: str,
+    checkpoint_dir: str,
+    split: str = 'heldout',
+    questions: int | None = None,
+) -> Stage:
+  """eval.run on the `split` tasks with the in-process sampler."""
   e = c.eval
   overrides: dict[str, Any] = {
-      'dataset.name': 'heldout',
+      'dataset.name': split,
       'dataset.format': 'tasks',
-      'dataset.path': '{tasks}/tasks.heldout.jsonl',
-      'dataset.limit': e.questions,
+      'dataset.path': f'{{tasks}}/tasks.{split}.jsonl',
+      'dataset.limit': e.questions if questions is None else questions,
       'policy.kind': 'sampler',
       'policy.name': EVALS.get(name, name),
       'sampler.preset': 'tiny',
@@ -364,6 +376,21 @@ def eval_stage(c, name: str, checkpoint_dir: str) -> Stage:
       module='eval.run',
       config='tpu_configs/eval.py:tiny',
       overrides=overrides,
+  )
+
+
+def _rl_pool(c) -> Stage:
+  """The train tasks the SFT policy answered in rl_probe, some it missed."""
+  p = c.rl_pool
+  return Stage(
+      name='rl_pool',
+      module='search_agent.pipeline.make_rl_pool',
+      flags={
+          'tasks': '{tasks}/tasks.train.jsonl',
+          'probe': '{rl_probe}',
+          'unsolved_fraction': p.unsolved_fraction,
+          'min_tasks': p.min_tasks,
+      },
   )
 
 
@@ -394,6 +421,10 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     'split': _split,
     'sft': _sft,
     'eval_after_sft': lambda c: eval_stage(c, 'eval_after_sft', '{sft}'),
+    'rl_probe': lambda c: eval_stage(
+        c, 'rl_probe', '{sft}', 'train', c.rl_pool.probe_tasks
+    ),
+    'rl_pool': _rl_pool,
     'rl': _rl,
     'eval_after_rl': lambda c: eval_stage(
         c, 'eval_after_rl', c.rl.checkpoint_dir
@@ -409,8 +440,12 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
 
 
 def stage_names(c) -> list[str]:
-  """`c.stages`, with the climb's stages before 'report' when enabled."""
+  """`c.stages`, with RL's pool stages before 'rl' and the climb's before
+  'report' when enabled."""
   names = list(c.stages)
+  if c.rl_pool.enabled and 'rl' in names:
+    at = names.index('rl')
+    names[at:at] = [n for n in POOL_STAGES if n not in names]
   if c.climb.enabled:
     at = names.index('report') if 'report' in names else len(names)
     names[at:at] = [n for n in CLIMB_STAGES if n not in names]

@@ -175,6 +175,9 @@ def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
   climb = figures.read_json(os.path.join(run_dir, 'climb_data', 'climb.json'))
   if climb:
     rep['climb'] = climb
+  pool = figures.read_json(os.path.join(run_dir, 'rl_pool', 'pool.json'))
+  if pool:
+    rep['rl_pool'] = pool
   collect = figures.read_json(os.path.join(run_dir, 'collect', 'manifest.json'))
   if collect:
     rep['tool_calls']['teacher'] = collect['summary']['tool_calls_histogram']

@@ -54,6 +54,12 @@ def _curves(rep: dict) -> list[str]:
           f'- {name} {key}: {points[0][1]:.3f} (update {points[0][0]}) →'
           f' {points[-1][1]:.3f} (update {points[-1][0]})'
       )
+  if rep.get('rl_pool'):
+    m = rep['rl_pool']
+    lines.append(
+        f'- RL pool: {m["kept"]} train tasks ({m["kept_answered"]} the SFT'
+        f' policy answered of {m["probed"]} probed, the rest missed ones)'
+    )
   if rep.get('climb'):
     m = rep['climb']
     lines.append(

@@ -315,3 +315,30 @@ def test_the_climb_runs_before_the_report_from_rl_to_rl():
   c.climb.mix_demonstrations = False
   stages = {s.name: s for s in plan.build(c)}
   assert stages['climb_data'].flags['demonstrations'] == ''
+
+
+def test_rl_pool_probes_the_sft_policy_on_train_tasks_before_rl():
+  c = pipeline_config.get_config('learn')
+  stages = {s.name: s for s in plan.build(c)}
+  assert not set(plan.POOL_STAGES) & set(stages)  # off: as before
+  assert stages['rl'].overrides['tasks_path'] == '{tasks}/tasks.train.jsonl'
+  c.rl_pool.enabled = True
+  names = plan.stage_names(c)
+  assert names[names.index('rl') - 2 : names.index('rl')] == [
+      'rl_probe',
+      'rl_pool',
+  ]
+  stages = {s.name: s for s in plan.build(c)}
+  probe = stages['rl_probe'].overrides
+  assert probe['dataset.path'] == '{tasks}/tasks.train.jsonl'
+  assert probe['dataset.limit'] == c.rl_pool.probe_tasks
+  assert probe['sampler.checkpoint_dir'] == '{sft}'
+  assert probe['agent.temperature'] == 0.0  # the eval's greedy decoding
+  assert stages['rl_pool'].flags['probe'] == '{rl_probe}'
+  assert stages['rl'].overrides['tasks_path'] == '{rl_pool}/tasks.jsonl'
+  # Not an evaluation of the report (held-out only).
+  assert 'rl_probe' not in stages['report'].flags['evals']
+  # The climb's RL draws from the same pool.
+  c.climb.enabled = True
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['climb_rl'].overrides['tasks_path'] == '{rl_pool}/tasks.jsonl'
