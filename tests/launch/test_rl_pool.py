@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from search_agent.pipeline import report_md
 from search_agent.pipeline import rl_pool
 
 
@@ -75,3 +76,13 @@ def test_binary_writes_the_pool_and_refuses_a_pool_too_small(tmp_path):
   _write(probe / 'results.jsonl', [{'task_id': 'zz', 'correct': True}])
   r = _run(*common, f'--workdir={tmp_path}/other')
   assert r.returncode != 0 and 'not in' in r.stderr
+
+
+def test_the_report_names_the_pool():
+  rep = {
+      'curves': {},
+      'rl_pool': {'probed': 480, 'answered': 171, 'kept': 214,
+                  'kept_answered': 171},  # fmt: skip
+  }
+  [line] = report_md._curves(rep)  # pylint: disable=protected-access
+  assert '214 train tasks (171 the SFT policy answered of 480 probed' in line
