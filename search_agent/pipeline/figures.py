@@ -37,6 +37,14 @@ def read_jsonl(path: str) -> list[dict[str, Any]]:
   return out
 
 
+def eval_outcomes(stage_dir: str) -> dict[str, bool]:
+  """Latest grade per task of an eval workdir (errors count as wrong)."""
+  out = {}
+  for r in read_jsonl(os.path.join(stage_dir, 'results.jsonl')):
+    out[str(r['task_id'])] = bool(r.get('correct'))
+  return out
+
+
 def _count_lines(path: str) -> int:
   try:
     with open(path, encoding='utf-8') as f:

@@ -34,14 +34,6 @@ _VARIANT = flags.DEFINE_string('variant', '', 'Pipeline config variant.')
 _VERSIONS = ('jax', 'flax', 'optax', 'maxtext', 'tantivy', 'orbax-checkpoint')
 
 
-def eval_outcomes(stage_dir: str) -> dict[str, bool]:
-  """Latest grade per task of an eval workdir (errors count as wrong)."""
-  out = {}
-  for r in figures.read_jsonl(os.path.join(stage_dir, 'results.jsonl')):
-    out[r['task_id']] = bool(r.get('correct'))
-  return out
-
-
 def tool_calls(stage_dir: str, name: str = 'results.jsonl') -> dict:
   """Histogram and mean of tool calls per trajectory."""
   counts = [
@@ -122,7 +114,7 @@ def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
   """The report dict of a run directory."""
   records = runner.load_records(run_dir)
   outcomes = {
-      label: eval_outcomes(os.path.join(run_dir, stage))
+      label: figures.eval_outcomes(os.path.join(run_dir, stage))
       for label, stage in evals
   }
   rep = {

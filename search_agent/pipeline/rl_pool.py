@@ -15,6 +15,8 @@ import os
 import random
 from typing import Sequence
 
+from search_agent.pipeline import figures
+
 
 class PoolError(ValueError):
   """The probe leaves too few tasks for RL."""
@@ -25,17 +27,7 @@ def probe_outcomes(probe_dir: str) -> dict[str, bool]:
   path = os.path.join(probe_dir, 'results.jsonl')
   if not os.path.exists(path):
     raise PoolError(f'{path} is missing: run the probe (eval.run) first')
-  out = {}
-  with open(path, encoding='utf-8') as f:
-    for n, line in enumerate(f, 1):
-      if not line.strip():
-        continue
-      try:
-        r = json.loads(line)
-        out[str(r['task_id'])] = bool(r.get('correct'))
-      except (ValueError, KeyError) as e:
-        raise PoolError(f'{path}:{n}: not a result record ({e})') from e
-  return out
+  return figures.eval_outcomes(probe_dir)
 
 
 def select(
