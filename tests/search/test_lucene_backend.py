@@ -151,6 +151,32 @@ def test_java_fusion_is_weighted_rrf_of_its_views(engines, corpus):
     assert f == fusion.weighted_rrf(cut, config.weights, config.rrf_k)
 
 
+@pytest.mark.parametrize('k', [1, 5, 50])
+def test_passage_parents_pruned_equal_every_passage_collapsed(
+    engines, corpus, k
+):
+  """The passage view's collector (best passage per parent, pruned at the
+  k-th parent's score) ranks exactly as collapsing every matching passage,
+  ties included; 24-word windows put several passages in each parent."""
+  backend = engines[0].backend
+  texts = agreement_queries(corpus[: -len(EXTRA)], 100)
+  texts += [
+      'film',
+      'director born',
+      '"film director" born',
+      'qwerty site:films.org',
+  ]
+  for text in texts:
+    q = parse_query(text)
+    pruned = backend.rank_view(q, 'passage', k)
+    # pylint: disable-next=protected-access
+    every = backend._ids(
+        backend._views.passageParentsExhaustive(*backend._args(q), k)
+    )
+    assert pruned == every, text
+    assert len(pruned) == len(set(pruned))
+
+
 @pytest.mark.parametrize(
     'text',
     [

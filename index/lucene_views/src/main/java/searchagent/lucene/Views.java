@@ -55,8 +55,6 @@ public final class Views implements AutoCloseable {
   static final String SITE = "site";
   static final String TITLE = "title";
   static final String TEXT = "text";
-  /** Passage hits fetched per wanted parent, grown 4x while parents are missing. */
-  static final int PASSAGE_OVERFETCH = 3;
 
   private final DirectoryReader docReader;
   private final DirectoryReader passageReader;
@@ -227,18 +225,30 @@ public final class Views implements AutoCloseable {
     if (q == null || k <= 0) {
       return new int[0];
     }
-    int limit = k * PASSAGE_OVERFETCH;
-    while (true) {
-      int[] ranked = top(passageSearcher, passageOrd, q, limit);
-      LinkedHashSet<Integer> parents = new LinkedHashSet<>();
-      for (int o : ranked) {
-        parents.add(o);
-      }
-      if (parents.size() >= k || ranked.length < limit) {
-        return parents.stream().limit(k).mapToInt(Integer::intValue).toArray();
-      }
-      limit *= 4;
+    return passageSearcher.search(q, new BestPassageParents(passageOrd, k));
+  }
+
+  /**
+   * The passage view's parents from every matching passage, best passage first: the reference
+   * the pruning collector ({@link BestPassageParents}) must equal (tests and benchmarks).
+   */
+  public int[] passageParentsExhaustive(String words, String[] phrases, String site, int k)
+      throws IOException {
+    Query q = query(TEXT, analyze(words, phrases), site);
+    if (q == null || k <= 0) {
+      return new int[0];
     }
+    int all = Math.max(1, passageReader.maxDoc());
+    ScoreDoc[] hits =
+        passageSearcher.search(q, new TopScoreDocCollectorManager(all, null, all)).scoreDocs;
+    LinkedHashSet<Integer> parents = new LinkedHashSet<>();
+    for (ScoreDoc h : hits) {
+      parents.add(passageOrd[h.doc]);
+      if (parents.size() == k) {
+        break;
+      }
+    }
+    return parents.stream().mapToInt(Integer::intValue).toArray();
   }
 
   /**
