@@ -15,10 +15,12 @@ and recall.json (macro and micro evidence recall@k, trec.py's formulas).
 
 `mode=tune` (search_agent/search/tuning.py) splits the topics (task
 evidence pages when `tune.tasks` names task files, else as above) into
-train/dev/test, tunes RRF k, the view weights and per-view depth, and writes
-the chosen values to fusion.json (load them with
---config.engine.fusion_file=) and tune.json: recall@10, all-gold@10 and
-recall@100 before and after on dev and test.
+train/dev/test, tunes RRF k, the view weights and per-view depth (and, with
+--config.backend=lucene, BM25 k1/b per view over `tune.grid.bm25_*`, kept
+only when dev gains), and writes the chosen values to fusion.json (load them
+with --config.engine.fusion_file=; a file with BM25 serves only on lucene)
+and tune.json: recall@10, all-gold@10 and recall@100 before and after on dev
+and test.
 
 `mode=live` (search_agent/search/live.py) reads a log of live search results
 and writes live_recall.json (local top-k evidence recall against the live
@@ -46,6 +48,9 @@ from search_agent.search import trec
 from search_agent.search import tuning
 from search_agent.search.backend import BackendError
 from search_agent.search.engine import SearchEngine
+from search_agent.search.lucene_backend import DEFAULT_BM25
+from search_agent.search.lucene_backend import LuceneBackend
+from search_agent.search.parser import QueryError
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Calibrate config (tpu_configs/search/calibrate.py).',
@@ -78,6 +83,32 @@ def _topics_and_qrels(c, workdir: pathlib.Path):
   trec.write_topics(workdir / 'topics.tsv', topics)
   trec.write_qrels(workdir / 'qrels.txt', qrels)
   return topics, qrels
+
+
+def _lucene_backend(c, workdir: pathlib.Path, bm25) -> LuceneBackend:
+  index_dir = c.index_dir or workdir / 'index'
+  return LuceneBackend(index_dir, threads=c.backend_threads, bm25=bm25)
+
+
+def _lucene_view_search(c, workdir: pathlib.Path, engine, topics, depth):
+  """`(view, (k1, b)) -> {qid: doc_ids}`: one view of every topic searched
+  to `depth` on the Lucene index with that view's BM25 changed."""
+  parsed = {}
+  for qid, text in topics.items():
+    try:
+      parsed[qid] = engine.parse(text)
+    except QueryError:
+      pass
+
+  def search(view, kb):
+    backend = _lucene_backend(c, workdir, {**DEFAULT_BM25, view: kb})
+    try:
+      lists = {q: backend.rank_view(p, view, depth) for q, p in parsed.items()}
+    finally:
+      backend.close()
+    return {q: lists.get(q, []) for q in topics}
+
+  return search
 
 
 def _tune(c, workdir: pathlib.Path, engine) -> None:
@@ -114,9 +145,23 @@ def _tune(c, workdir: pathlib.Path, engine) -> None:
       finalists=t.finalists,
   )  # fmt: skip
   report = {'splits': {s: len(q) for s, q in splits.items()}}
+  backends = {'before': engine.backend, 'after': engine.backend}
+  if c.backend == 'lucene' and t.grid.bm25_k1 and t.grid.bm25_b:
+    bm25, bm25_rows = tuning.tune_bm25(
+        _lucene_view_search(c, workdir, engine, topics, depth), cache, qrels,
+        splits['train'], splits['dev'], chosen,
+        {'k1': t.grid.bm25_k1, 'b': t.grid.bm25_b}, k=c.k,
+        min_depth=engine.config.min_depth, rounds=t.rounds,
+    )  # fmt: skip
+    report['bm25'] = {'chosen': bm25, 'rows': bm25_rows}
+    if bm25 != {v: list(DEFAULT_BM25[v]) for v in bm25}:
+      chosen = dataclasses.replace(chosen, bm25=bm25)
+      backends['after'] = _lucene_backend(c, workdir, bm25)
+  else:
+    report['bm25'] = tuning.BM25_NOTE
   for name, f in (('before', before), ('after', chosen)):
     eng = SearchEngine(  # the same backend, another fusion
-        engine.backend, tuning.with_fusion(engine.config, f), engine.guard,
+        backends[name], tuning.with_fusion(engine.config, f), engine.guard,
         analyzer=engine.analyzer, idf=engine.idf,
     )  # fmt: skip
     report[name] = {
@@ -124,12 +169,13 @@ def _tune(c, workdir: pathlib.Path, engine) -> None:
         **{s: tuning.evaluate(eng, topics, qrels, splits[s], (c.k, 100))
            for s in ('dev', 'test')},
     }  # fmt: skip
+  if backends['after'] is not engine.backend:
+    backends['after'].close()
   key = f'recall@{c.k}'
   report['test_improved'] = report['after']['test'][key] > (
       report['before']['test'][key]
   )
   report['finalists'] = rows
-  report['bm25'] = tuning.BM25_NOTE
   out = pathlib.Path(t.fusion_file or workdir / 'fusion.json')
   chosen.write(out)
   (workdir / 'tune.json').write_text(json.dumps(report, indent=1) + '\n')

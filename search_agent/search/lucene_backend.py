@@ -206,12 +206,15 @@ def lucene_engine(
     threads: int = 2,
     *,
     parallel_views: bool = True,
+    bm25: Mapping[str, tuple[float, float]] | None = None,
 ) -> SearchEngine:
   """A SearchEngine over a Lucene views dir, with matching snippet analysis
-  and corpus idf. The caller closes it."""
+  and corpus idf (`bm25`: `{view: (k1, b)}`, None = DEFAULT_BM25). The
+  caller closes it."""
   backend = LuceneBackend(
-      index_dir, threads=threads, parallel_views=parallel_views
-  )
+      index_dir, threads=threads, parallel_views=parallel_views,
+      bm25=bm25 or DEFAULT_BM25,
+  )  # fmt: skip
   return SearchEngine(
       backend, config, guard, analyzer=backend.analyzer, idf=backend.term_idf
   )

@@ -240,6 +240,27 @@ def engine_config(c) -> EngineConfig:
   return config
 
 
+def engine_bm25(c) -> dict[str, tuple[float, float]] | None:
+  """The tuned BM25 `{view: (k1, b)}` of the engine's fusion file (None:
+  none there, the backend's own)."""
+  e = c.engine
+  if not e.get('fusion_file'):
+    return None
+  bm25 = tuning.Fusion.read(e.fusion_file).bm25
+  return None if bm25 is None else {v: tuple(kb) for v, kb in bm25.items()}
+
+
+def _refuse_bm25(c) -> None:
+  bm25 = engine_bm25(c)
+  if bm25 is not None and any(kb != (1.2, 0.75) for kb in bm25.values()):
+    raise ValueError(
+        f'{c.engine.fusion_file} sets BM25 k1/b per view ({bm25}), which'
+        f' only the lucene backend applies; serve it with'
+        f" --config.backend=lucene or drop 'bm25' from the file"
+        f' (backend {c.backend!r} scores with k1=1.2, b=0.75)'
+    )
+
+
 def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
   """Opens the engine a serve/calibrate config names.
 
@@ -250,6 +271,8 @@ def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
     ValueError: for an unknown backend.
   """
   guard = LeakageGuard(GuardConfig(blocked_patterns=tuple(c.blocked_patterns)))
+  if c.backend != 'lucene':
+    _refuse_bm25(c)
   if c.backend == 'tantivy':
     # tantivy reads local files: a gs:// index is refused clearly (it used
     # to become the local path gs:/...); copy it to a local disk first.
@@ -286,8 +309,9 @@ def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
           CorpusSpec(**c.corpus), index_dir, IndexBuildConfig(**c.build)
       )
     return lucene_engine(
-        index_dir, engine_config(c), guard, threads=c.backend_threads
-    )
+        index_dir, engine_config(c), guard, threads=c.backend_threads,
+        bm25=engine_bm25(c),
+    )  # fmt: skip
   if c.backend == 'opensearch':
     backend = es_backend.EsBackend(es_backend.es_index_config(c.opensearch))
     build = backend.build_config

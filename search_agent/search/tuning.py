@@ -1,4 +1,5 @@
-"""Tuning the fusion on a held-out set: RRF k, view weights, per-view depth.
+"""Tuning the fusion on a held-out set: RRF k, view weights, per-view depth,
+and (Lucene backend) BM25 k1/b per view.
 
 The seed tunes its rank constant and fusion weights "on a local held-out
 set". Here topics (a query and its gold doc_ids: the evidence pages of
@@ -10,8 +11,11 @@ candidate costs no search. Coordinate ascent over the grid maximizes train
 recall@10 (ties: all-gold@10), the best `finalists` are re-scored on dev
 and the best there is chosen; the test split is only reported.
 
-BM25 k1 and b are not tuned: tantivy fixes them (k1 = 1.2, b = 0.75) in
-its scorer and tantivy-py exposes no similarity setting.
+BM25 k1 and b per view are tuned only on the Lucene backend (`tune_bm25`,
+after the fusion: each candidate re-searches one view, since its lists
+change): tantivy fixes them (k1 = 1.2, b = 0.75) in its scorer and
+tantivy-py exposes no similarity setting. A fusion file that sets them is
+refused by the other backends (`service.open_engine`).
 
 The chosen values are a JSON file (`Fusion`) that `EngineConfig` takes
 through `with_fusion` (serve.py's `engine.fusion_file`).
@@ -31,7 +35,8 @@ from search_agent.search.engine import SearchEngine
 
 BM25_NOTE = (
     'BM25 k1/b per view not tuned: tantivy fixes k1=1.2, b=0.75 in its scorer'
-    ' and tantivy-py exposes no similarity setting'
+    ' and tantivy-py exposes no similarity setting (the lucene backend tunes'
+    ' them)'
 )
 
 
@@ -44,11 +49,14 @@ class Fusion:
     weights: Weight per view.
     view_depth_factor: Per-view depth factor (depth = factor * k, at least
       the engine's `min_depth`).
+    bm25: `{view: [k1, b]}` (Lucene backend only), or None for the
+      backend's own (1.2, 0.75).
   """
 
   rrf_k: float
   weights: Mapping[str, float]
   view_depth_factor: Mapping[str, int]
+  bm25: Mapping[str, Sequence[float]] | None = None
 
   @classmethod
   def of(cls, config: EngineConfig) -> 'Fusion':
@@ -71,12 +79,18 @@ class Fusion:
   def read(cls, path: str | pathlib.Path) -> 'Fusion':
     try:
       obj = json.loads(pathlib.Path(path).read_text())
+      bm25 = obj.get('bm25')
+      if bm25 is not None:
+        bm25 = {v: [float(x) for x in kb] for v, kb in bm25.items()}
+        if any(len(kb) != 2 for kb in bm25.values()):
+          raise ValueError(f'bm25 wants [k1, b] per view, got {bm25}')
       return cls(
           rrf_k=float(obj['rrf_k']),
           weights={v: float(w) for v, w in obj['weights'].items()},
           view_depth_factor={
               v: int(f) for v, f in obj['view_depth_factor'].items()
           },
+          bm25=bm25,
       )
     except (OSError, ValueError, KeyError, AttributeError, TypeError) as e:
       raise ValueError(f'{path}: not a fusion file ({e!r})') from e
@@ -206,6 +220,60 @@ def tune(
   ]  # fmt: skip
   chosen = max(range(len(rows)), key=lambda i: (rows[i]['dev'], -i))
   return Fusion(**rows[chosen]['fusion']), rows
+
+
+def tune_bm25(
+    search_view, cache, qrels, train, dev, fusion: Fusion, grid, *, k=10,
+    min_depth=20, rounds=2, default=(1.2, 0.75),
+) -> tuple[dict[str, list[float]], list[dict]]:  # fmt: skip
+  """BM25 (k1, b) per view by coordinate ascent on train, `fusion` fixed.
+
+  Args:
+    search_view: `(view, (k1, b)) -> {qid: doc_ids}`, that view's lists for
+      every topic in `cache` under those parameters (the other views keep
+      theirs).
+    cache: `view_cache` lists under `default` for every view.
+    grid: `{'k1': values, 'b': values}`; each view tries every pair.
+    default: The parameters `cache` was searched with.
+
+  Returns:
+    (`{view: [k1, b]}`, rows `{bm25, train, dev}` for the default and the
+    tuned choice). The tuned choice is kept only when it beats the default
+    on dev (ties: the default).
+  """
+  views = list(fusion.weights)
+  chosen = {v: tuple(default) for v in views}
+  lists = {(v, tuple(default)): {q: r[v] for q, r in cache.items()}
+           for v in views}  # fmt: skip
+
+  def lists_of(v, kb):
+    if (v, kb) not in lists:
+      lists[(v, kb)] = search_view(v, kb)
+    return lists[(v, kb)]
+
+  def score(params, qids):
+    mixed = {q: {v: lists_of(v, params[v])[q] for v in views} for q in qids}
+    return _objective(mixed, qrels, qids, fusion, k, min_depth)
+
+  best = score(chosen, train)
+  for _ in range(rounds):
+    improved = False
+    for v in views:
+      for kb in ((float(a), float(b)) for a in grid['k1'] for b in grid['b']):
+        cand = {**chosen, v: kb}
+        s = score(cand, train)
+        if s > best:
+          chosen, best, improved = cand, s, True
+    if not improved:
+      break
+  start = {v: tuple(default) for v in views}
+  rows = [
+      {'bm25': {v: list(p[v]) for v in views}, 'train': score(p, train),
+       'dev': score(p, dev)}
+      for p in (start, chosen)
+  ]  # fmt: skip
+  pick = rows[1] if rows[1]['dev'] > rows[0]['dev'] else rows[0]
+  return pick['bm25'], rows
 
 
 def evaluate(

@@ -1,5 +1,6 @@
 """Fusion tuning (`index.calibrate --config.mode=tune`, search/tuning.py)."""
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -37,6 +38,66 @@ def test_fusion_file_round_trip_and_errors(tmp_path):
   (tmp_path / 'bad.json').write_text('{"rrf_k": 1}')
   with pytest.raises(ValueError, match='not a fusion file'):
     tuning.Fusion.read(tmp_path / 'bad.json')
+
+
+def test_fusion_file_bm25_round_trip_and_refusals(tmp_path):
+  f = dataclasses.replace(
+      START, bm25={'doc': [0.9, 0.4], 'passage': [1.2, 0.75],
+                   'title': [1.2, 0.75]},
+  )  # fmt: skip
+  f.write(tmp_path / 'f.json')
+  assert tuning.Fusion.read(tmp_path / 'f.json') == f
+  c = serve.get_config()
+  c.engine.fusion_file = str(tmp_path / 'f.json')
+  assert service.engine_bm25(c)['doc'] == (0.9, 0.4)
+  # tantivy cannot apply them: one clear error, nothing opened.
+  with pytest.raises(ValueError, match='only the lucene backend applies'):
+    service.open_engine(c, tmp_path)
+  START.write(tmp_path / 'plain.json')  # no bm25: null in the file
+  c.engine.fusion_file = str(tmp_path / 'plain.json')
+  assert service.engine_bm25(c) is None
+  (tmp_path / 'bad.json').write_text(
+      json.dumps({**dataclasses.asdict(f), 'bm25': {'doc': [1.0]}})
+  )
+  with pytest.raises(ValueError, match=r'\[k1, b\] per view'):
+    tuning.Fusion.read(tmp_path / 'bad.json')
+
+
+def test_bm25_tuning_takes_a_view_setting_only_when_dev_gains():
+  # The doc view finds each gold only under (0.9, 0.4); the other views
+  # never do. At k=1 the gold wins the fusion only when the doc view ranks
+  # it first, so the tuner must pick (0.9, 0.4) for doc and keep the
+  # default elsewhere; with a dev split where it does not help, it keeps
+  # the default.
+  qids = [f'q{i}' for i in range(20)]
+  qrels = {q: {f'gold-{q}': 1} for q in qids}
+  cache = {q: {'doc': [f'n-{q}'], 'passage': [], 'title': []} for q in qids}
+  calls = []
+
+  def search_view(view, kb):
+    calls.append((view, kb))
+    helps = view == 'doc' and kb == (0.9, 0.4)
+    return {
+        q: [f'gold-{q}'] if helps and q != 'q19' else cache[q][view]
+        for q in qids
+    }
+
+  grid = {'k1': (0.9, 1.2), 'b': (0.4, 0.75)}
+  bm25, rows = tuning.tune_bm25(
+      search_view, cache, qrels, qids[:15], qids[15:], START, grid, k=1,
+      min_depth=1,
+  )  # fmt: skip
+  assert bm25 == {'doc': [0.9, 0.4], 'passage': [1.2, 0.75],
+                  'title': [1.2, 0.75]}  # fmt: skip
+  assert rows[0]['train'] == (0.0, 0.0) and rows[1]['train'] == (1.0, 1.0)
+  assert len(calls) == len(set(calls))  # each (view, k1, b) searched once
+  # Dev holds only q19, which no setting helps: the default stays.
+  kept, rows = tuning.tune_bm25(
+      search_view, cache, qrels, qids[:15], ['q19'], START, grid, k=1,
+      min_depth=1,
+  )  # fmt: skip
+  assert kept == {v: [1.2, 0.75] for v in ('doc', 'passage', 'title')}
+  assert rows[1]['dev'] == rows[0]['dev']
 
 
 def test_splits_are_stable_and_near_their_fractions():
@@ -139,3 +200,51 @@ def test_tune_binary_writes_a_fusion_file_the_engine_loads(tmp_path, repo_root):
   chosen = tuning.Fusion.read(tmp_path / 'fusion.json')
   assert config.rrf_k == chosen.rrf_k and config.weights == chosen.weights
   assert dict(config.view_depth_factor) == chosen.view_depth_factor
+
+
+@pytest.mark.slow  # one subprocess, a JVM: builds 500 documents in Lucene
+def test_tune_binary_on_lucene_tunes_bm25_per_view(tmp_path, repo_root):
+  docs = list(itertools.islice(twowiki.read_2wiki(), 500))
+  lines = []
+  for d in docs[:150]:
+    words = calibration.known_item_query(d, 8)
+    if len(words) >= 4:
+      task = {'id': d.doc_id, 'question': ' '.join(words), 'answer': 'x',
+              'evidence': [d.title]}  # fmt: skip
+      lines.append(json.dumps(task) + '\n')
+  (tmp_path / 'tasks.jsonl').write_text(''.join(lines))
+  out = subprocess.run(
+      [
+          sys.executable, '-m', 'index.calibrate',
+          '--config=tpu_configs/search/calibrate.py:tiny',
+          '--config.mode=tune', f'--workdir={tmp_path}',
+          '--config.backend=lucene',
+          f'--config.tune.tasks={tmp_path / "tasks.jsonl"}',
+          '--config.tune.grid.bm25_k1=(0.5,1.2,3.0)',
+          '--config.tune.grid.bm25_b=(0.1,0.75,1.0)',
+      ],
+      cwd=repo_root, capture_output=True, text=True, timeout=600, check=False,
+  )  # fmt: skip
+  assert out.returncode == 0, out.stderr[-2000:]
+  report = json.loads((tmp_path / 'tune.json').read_text())
+  default, tuned = report['bm25']['rows']
+  assert default['bm25'] == {
+      v: [1.2, 0.75] for v in ('doc', 'passage', 'title')
+  }
+  assert tuned['train'] >= default['train']
+  chosen = tuning.Fusion.read(tmp_path / 'fusion.json')
+  if tuned['dev'] > default['dev']:
+    assert chosen.bm25 == tuned['bm25']
+    assert report['after']['fusion']['bm25'] == tuned['bm25']
+  else:
+    assert chosen.bm25 is None
+  # The file serves on the lucene backend (and is refused by tantivy's
+  # when it sets BM25).
+  c = serve.get_config()
+  c.backend, c.index_dir = 'lucene', str(tmp_path / 'index')
+  c.engine.fusion_file = str(tmp_path / 'fusion.json')
+  engine = service.open_engine(c, tmp_path)
+  try:
+    assert engine.search(['film director'], 5)
+  finally:
+    engine.close()

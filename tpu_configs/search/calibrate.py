@@ -66,6 +66,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
                   passage=(0.0, 0.25, 0.5, 0.75, 1.0, 1.5),
                   title=(0.0, 0.1, 0.25, 0.5, 0.75, 1.0),
                   depth_factor=(1, 2, 3, 5, 10),
+                  # BM25 per view, every (k1, b) pair, after the fusion;
+                  # only --config.backend=lucene applies them (tantivy
+                  # fixes 1.2/0.75). () = not tuned.
+                  bm25_k1=(0.6, 0.9, 1.2, 1.5, 2.0),
+                  bm25_b=(0.3, 0.5, 0.75, 0.9),
               )
           ),
       )
