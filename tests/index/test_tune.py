@@ -164,29 +164,37 @@ def test_topics_from_tasks_map_titles_and_skip_unknown(tmp_path):
   assert groups == {'t1': 'A_b|C', 't3': 'C'}
 
 
-@pytest.mark.slow  # one subprocess: builds 500 documents, ~10 s idle
-def test_tune_binary_writes_a_fusion_file_the_engine_loads(tmp_path, repo_root):
-  docs = list(itertools.islice(twowiki.read_2wiki(), 500))
+def _known_item_tasks(path) -> int:
+  """Writes known-item tasks of the first 150 bundled documents; their count."""
   lines = []
-  for d in docs[:150]:
+  for d in itertools.islice(twowiki.read_2wiki(), 150):
     words = calibration.known_item_query(d, 8)
     if len(words) >= 4:
       task = {'id': d.doc_id, 'question': ' '.join(words), 'answer': 'x',
               'evidence': [d.title]}  # fmt: skip
       lines.append(json.dumps(task) + '\n')
-  (tmp_path / 'tasks.jsonl').write_text(''.join(lines))
+  path.write_text(''.join(lines))
+  return len(lines)
+
+
+def _tune_binary(repo_root, workdir, *flags):
   out = subprocess.run(
-      [
-          sys.executable, '-m', 'index.calibrate',
-          '--config=tpu_configs/search/calibrate.py:tiny',
-          '--config.mode=tune', f'--workdir={tmp_path}',
-          f'--config.tune.tasks={tmp_path / "tasks.jsonl"}',
-      ],
-      cwd=repo_root, capture_output=True, text=True, timeout=300, check=False,
+      [sys.executable, '-m', 'index.calibrate',
+       '--config=tpu_configs/search/calibrate.py:tiny', '--config.mode=tune',
+       f'--workdir={workdir}', *flags],
+      cwd=repo_root, capture_output=True, text=True, timeout=600, check=False,
   )  # fmt: skip
   assert out.returncode == 0, out.stderr[-2000:]
-  report = json.loads((tmp_path / 'tune.json').read_text())
-  assert sum(report['splits'].values()) == len(lines)
+  return out, json.loads((workdir / 'tune.json').read_text())
+
+
+@pytest.mark.slow  # one subprocess: builds 500 documents, ~10 s idle
+def test_tune_binary_writes_a_fusion_file_the_engine_loads(tmp_path, repo_root):
+  n = _known_item_tasks(tmp_path / 'tasks.jsonl')
+  out, report = _tune_binary(
+      repo_root, tmp_path, f'--config.tune.tasks={tmp_path / "tasks.jsonl"}'
+  )
+  assert sum(report['splits'].values()) == n
   for when in ('before', 'after'):
     for split in ('dev', 'test'):
       m = report[when][split]
@@ -204,42 +212,26 @@ def test_tune_binary_writes_a_fusion_file_the_engine_loads(tmp_path, repo_root):
 
 @pytest.mark.slow  # one subprocess, a JVM: builds 500 documents in Lucene
 def test_tune_binary_on_lucene_tunes_bm25_per_view(tmp_path, repo_root):
-  docs = list(itertools.islice(twowiki.read_2wiki(), 500))
-  lines = []
-  for d in docs[:150]:
-    words = calibration.known_item_query(d, 8)
-    if len(words) >= 4:
-      task = {'id': d.doc_id, 'question': ' '.join(words), 'answer': 'x',
-              'evidence': [d.title]}  # fmt: skip
-      lines.append(json.dumps(task) + '\n')
-  (tmp_path / 'tasks.jsonl').write_text(''.join(lines))
-  out = subprocess.run(
-      [
-          sys.executable, '-m', 'index.calibrate',
-          '--config=tpu_configs/search/calibrate.py:tiny',
-          '--config.mode=tune', f'--workdir={tmp_path}',
-          '--config.backend=lucene',
-          f'--config.tune.tasks={tmp_path / "tasks.jsonl"}',
-          '--config.tune.grid.bm25_k1=(0.5,1.2,3.0)',
-          '--config.tune.grid.bm25_b=(0.1,0.75,1.0)',
-      ],
-      cwd=repo_root, capture_output=True, text=True, timeout=600, check=False,
+  # Linked-pair topics of one word from each page leave room to gain.
+  _, report = _tune_binary(
+      repo_root, tmp_path, '--config.backend=lucene',
+      '--config.generated=linked_pair', '--config.num_topics=300',
+      '--config.pair_words_each=1',
+      '--config.tune.grid.bm25_k1=(0.5,1.2,3.0)',
+      '--config.tune.grid.bm25_b=(0.1,0.75,1.0)',
   )  # fmt: skip
-  assert out.returncode == 0, out.stderr[-2000:]
-  report = json.loads((tmp_path / 'tune.json').read_text())
   default, tuned = report['bm25']['rows']
   assert default['bm25'] == {
       v: [1.2, 0.75] for v in ('doc', 'passage', 'title')
   }
   assert tuned['train'] >= default['train']
+  # Two-word queries over 500 documents: a doc-view setting gains on train
+  # and dev (0.79 -> 0.81 recall@10 on dev when written), so it is kept.
+  assert tuned['dev'] > default['dev'] and tuned['bm25'] != default['bm25']
   chosen = tuning.Fusion.read(tmp_path / 'fusion.json')
-  if tuned['dev'] > default['dev']:
-    assert chosen.bm25 == tuned['bm25']
-    assert report['after']['fusion']['bm25'] == tuned['bm25']
-  else:
-    assert chosen.bm25 is None
-  # The file serves on the lucene backend (and is refused by tantivy's
-  # when it sets BM25).
+  assert chosen.bm25 == tuned['bm25']
+  assert report['after']['fusion']['bm25'] == tuned['bm25']
+  # The file serves on the lucene backend.
   c = serve.get_config()
   c.backend, c.index_dir = 'lucene', str(tmp_path / 'index')
   c.engine.fusion_file = str(tmp_path / 'fusion.json')
