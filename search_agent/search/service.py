@@ -46,6 +46,7 @@ from search_agent.search.engine import EngineConfig
 from search_agent.search.engine import SearchEngine
 from search_agent.search.guard import GuardConfig
 from search_agent.search.guard import LeakageGuard
+from search_agent.search.lucene_backend import DEFAULT_BM25
 from search_agent.search.lucene_backend import lucene_engine
 from search_agent.search.snippets import SnippetConfig
 from search_agent.search.tantivy_backend import tantivy_engine
@@ -252,7 +253,9 @@ def engine_bm25(c) -> dict[str, tuple[float, float]] | None:
 
 def _refuse_bm25(c) -> None:
   bm25 = engine_bm25(c)
-  if bm25 is not None and any(kb != (1.2, 0.75) for kb in bm25.values()):
+  if bm25 is not None and any(
+      kb != tuple(DEFAULT_BM25[v]) for v, kb in bm25.items()
+  ):
     raise ValueError(
         f'{c.engine.fusion_file} sets BM25 k1/b per view ({bm25}), which'
         f' only the lucene backend applies; serve it with'
