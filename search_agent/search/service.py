@@ -254,7 +254,7 @@ def engine_bm25(c) -> dict[str, tuple[float, float]] | None:
 def _refuse_bm25(c) -> None:
   bm25 = engine_bm25(c)
   if bm25 is not None and any(
-      kb != tuple(DEFAULT_BM25[v]) for v, kb in bm25.items()
+      kb != DEFAULT_BM25.get(v) for v, kb in bm25.items()
   ):
     raise ValueError(
         f'{c.engine.fusion_file} sets BM25 k1/b per view ({bm25}), which'
