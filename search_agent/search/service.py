@@ -244,8 +244,8 @@ def engine_config(c) -> EngineConfig:
 def engine_bm25(c) -> dict[str, tuple[float, float]] | None:
   """The tuned BM25 `{view: (k1, b)}` of the engine's fusion file (None:
   none there, the backend's own)."""
-  e = c.engine
-  if not e.get('fusion_file'):
+  e = getattr(c, 'engine', None)  # a config without one tunes nothing
+  if e is None or not e.get('fusion_file'):
     return None
   bm25 = tuning.Fusion.read(e.fusion_file).bm25
   return None if bm25 is None else {v: tuple(kb) for v, kb in bm25.items()}
