@@ -1,7 +1,11 @@
-"""Test setup: 8 simulated CPU devices before JAX starts, shared paths."""
+"""Test setup: 8 simulated CPU devices and a compilation cache before JAX
+starts, shared paths."""
 
+import atexit
 import os
 import pathlib
+import shutil
+import tempfile
 
 # Must run before anything imports jax.
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
@@ -10,6 +14,16 @@ os.environ['XLA_FLAGS'] = (
     + ' --xla_force_host_platform_device_count=8'
 ).strip()
 os.environ.setdefault('DECOUPLE_GCLOUD', 'TRUE')
+# One persistent compilation cache for the session, inherited by the binaries
+# tests start: the tiny model's steps compile once per shape, not once per
+# test and subprocess. A fresh directory per session (unless one is set), so
+# no run reads another's entries.
+if 'JAX_COMPILATION_CACHE_DIR' not in os.environ:
+  _CACHE = tempfile.mkdtemp(prefix='search-agent-jax-cache-')
+  atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+  os.environ['JAX_COMPILATION_CACHE_DIR'] = _CACHE
+  os.environ['JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS'] = '0'
+  os.environ['JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES'] = '0'
 
 import pytest  # pylint: disable=g-import-not-at-top
 
