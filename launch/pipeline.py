@@ -35,7 +35,10 @@ def main(argv):
   print(f'pipeline {c.variant}: {len(stages)} stages into {_WORKDIR.value}')
   try:
     records = runner.run(
-        stages, _WORKDIR.value, python=c.python or sys.executable
+        stages,
+        _WORKDIR.value,
+        python=c.python or sys.executable,
+        compilation_cache=c.compilation_cache,
     )
   except stages_lib.StageError as e:
     print(f'pipeline stopped: {e}', file=sys.stderr)

@@ -60,6 +60,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.variant = variant
   # Interpreter of the stage binaries; '' = the driver's own.
   c.python = ''
+  # JAX's persistent compilation cache for the stage binaries, under the run
+  # directory ('' = none; a JAX_COMPILATION_CACHE_DIR already set wins).
+  c.compilation_cache = 'jax_cache'
   # Stages to run, in order (a subset runs only those; inputs must be in it).
   c.stages = STAGES
   # What the agent sees, the same in collection, eval and RL: compact

@@ -84,9 +84,22 @@ def _children_cpu() -> float:
   return usage.ru_utime + usage.ru_stime
 
 
-def _execute(stage, argv, workdir, prefix, live: bool) -> int:
-  os.makedirs(workdir, exist_ok=True)
+def stage_env(run_dir: str, compilation_cache: str) -> dict[str, str]:
+  """The environment of the stage binaries.
+
+  `compilation_cache` ('' = none) is JAX's persistent compilation cache,
+  relative to the run directory: the stages that build the same model at the
+  same shapes (the evaluations, RL's sampler) compile it once per run, and a
+  rerun reuses it. One already set in the environment is kept.
+  """
   env = dict(os.environ, PYTHONUNBUFFERED='1')
+  if compilation_cache and 'JAX_COMPILATION_CACHE_DIR' not in env:
+    env['JAX_COMPILATION_CACHE_DIR'] = os.path.join(run_dir, compilation_cache)
+  return env
+
+
+def _execute(stage, argv, workdir, prefix, live: bool, env) -> int:
+  os.makedirs(workdir, exist_ok=True)
   done = threading.Event()
   thread = None
   if live:
@@ -122,13 +135,18 @@ def run(
     python: str = sys.executable,
     console: Console = print,
     live: bool | None = None,
+    compilation_cache: str = '',
 ) -> list[StageRecord]:
-  """Runs (or reuses) every stage in order; raises StageError on failure."""
+  """Runs (or reuses) every stage in order; raises StageError on failure.
+
+  `compilation_cache`: see `stage_env`.
+  """
   stages_lib.check_order(list(stages))
   for stage in stages:  # fail before spending time on the earlier ones
     stage.check_available()
   os.makedirs(run_dir, exist_ok=True)
   live = sys.stdout.isatty() if live is None else live
+  env = stage_env(run_dir, compilation_cache)
   records = load_records(run_dir)
   hashes: dict[str, str] = {}
   out = []
@@ -152,7 +170,7 @@ def run(
       if old.get('hash') != h and os.path.isdir(workdir):
         shutil.rmtree(workdir)  # changed inputs: start the stage afresh
       start, cpu_start = time.monotonic(), _children_cpu()
-      code = _execute(stage, argv, workdir, prefix, live)
+      code = _execute(stage, argv, workdir, prefix, live, env)
       seconds = time.monotonic() - start
       cpu = _children_cpu() - cpu_start
       if code != 0:

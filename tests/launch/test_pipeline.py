@@ -342,3 +342,16 @@ def test_rl_pool_probes_the_sft_policy_on_train_tasks_before_rl():
   c.climb.enabled = True
   stages = {s.name: s for s in plan.build(c)}
   assert stages['climb_rl'].overrides['tasks_path'] == '{rl_pool}/tasks.jsonl'
+
+
+def test_stage_env_holds_the_run_compilation_cache(monkeypatch):
+  monkeypatch.delenv('JAX_COMPILATION_CACHE_DIR', raising=False)
+  env = runner.stage_env('/runs/r', 'jax_cache')
+  assert env['JAX_COMPILATION_CACHE_DIR'] == '/runs/r/jax_cache'
+  assert env['PYTHONUNBUFFERED'] == '1'
+  assert 'JAX_COMPILATION_CACHE_DIR' not in runner.stage_env('/runs/r', '')
+  monkeypatch.setenv('JAX_COMPILATION_CACHE_DIR', '/mine')  # the user's wins
+  assert runner.stage_env('/r', 'jax_cache')['JAX_COMPILATION_CACHE_DIR'] == (
+      '/mine'
+  )
+  assert pipeline_config.get_config('tiny').compilation_cache == 'jax_cache'
