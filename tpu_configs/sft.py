@@ -76,7 +76,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           frozen=[],
       )
   )
-  # Warmup + cosine over optimizer updates.
+  # Warmup + cosine over optimizer updates (search_agent/train/schedule.py).
   c.schedule = ml_collections.ConfigDict(
       dict(
           kind='warmup_cosine',
@@ -84,6 +84,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           minimum=1e-3 if tiny else 1e-6,
           warmup_steps=2 if tiny else 51,
           total_steps=20 if tiny else 507,
+          decay_steps=0,  # 'warmup_stable_decay' only
       )
   )
   # Data: trajectory JSONL (or chatml) -> context policy -> renderer -> packing.

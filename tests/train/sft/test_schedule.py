@@ -42,3 +42,29 @@ def test_constant_and_errors():
     )
   with pytest.raises(schedule_lib.ScheduleError, match='unknown'):
     schedule_lib.make_schedule(schedule_lib.ScheduleConfig(kind='linear'))
+
+
+def test_warmup_stable_decay_values():
+  lr = schedule_lib.make_schedule(
+      schedule_lib.ScheduleConfig(
+          kind='warmup_stable_decay', peak=2e-2, minimum=1e-4,
+          warmup_steps=10, total_steps=2500, decay_steps=500,
+      )
+  )  # fmt: skip
+  assert float(lr(0)) == pytest.approx(2e-3)  # peak / warmup
+  assert float(lr(10)) == float(lr(1000)) == float(lr(2000))
+  assert float(lr(2000)) == pytest.approx(2e-2)  # held to the decay
+  mid = 1e-4 + (2e-2 - 1e-4) / 2  # cos(pi/2): halfway through the decay
+  assert float(lr(2250)) == pytest.approx(mid, rel=1e-5)
+  assert float(lr(2125)) == pytest.approx(
+      1e-4 + (2e-2 - 1e-4) * (1 + math.cos(math.pi / 4)) / 2, rel=1e-5
+  )
+  assert float(lr(2500)) == float(lr(9000)) == pytest.approx(1e-4)
+  for bad in (0, 2491, 3000):
+    with pytest.raises(schedule_lib.ScheduleError, match='decay_steps'):
+      schedule_lib.make_schedule(
+          schedule_lib.ScheduleConfig(
+              kind='warmup_stable_decay', warmup_steps=10,
+              total_steps=2500, decay_steps=bad,
+          )
+      )  # fmt: skip
