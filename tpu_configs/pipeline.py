@@ -91,7 +91,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # from ~5 nats to ~1 (WORKSPACE.md, "Learning signal"): with cosine decay
   # and copy/recall of titles it stayed at ~5 (titles memorized, not
   # copied). `schedule='warmup_stable_decay'` with `decay` > 0 decays the
-  # step over the last `decay` updates to `minimum`: 2,000 held + 500
+  # step over the last `decay` updates to pretrain_tiny's schedule.minimum
+  # (set it through `extra`): 2,000 held + 500
   # decayed lowered copy_nll (0.93 -> 0.73) but not held-out pass@1 after
   # SFT (15/200 against 18-24/200 held throughout), so `learn` holds it.
   # `extra`: more overrides.
@@ -102,8 +103,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       synthetic_fraction=0.95 if learn else 0.2,
       synthetic_kinds=('shuffle',) if learn else ('copy', 'recall'),
       schedule='warmup_constant' if learn else 'warmup_cosine',
-      decay=0,  # 'warmup_stable_decay': the last updates, to `minimum`
-      minimum=1e-3,
+      decay=0,  # 'warmup_stable_decay': the last updates, decayed
       extra=(),
   )
   # Teacher demonstrations: 'programmatic' (the stand-in that follows each

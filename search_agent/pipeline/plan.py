@@ -152,7 +152,6 @@ def _pretrain(c) -> Stage:
           'schedule.warmup_steps': p.warmup,
           'schedule.kind': p.schedule,
           'schedule.decay_steps': p.decay,
-          'schedule.minimum': p.minimum,
           'data.synthetic_fraction': p.synthetic_fraction,
           'data.synthetic_kinds': tuple(p.synthetic_kinds),
           'checkpoint.every': max(1, p.updates // 2),

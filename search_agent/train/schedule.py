@@ -3,12 +3,11 @@
 The open recipe's SFT schedule: 51 warmup updates to a 5e-5 peak, cosine decay
 to 1e-6 through update 507. Its RL schedule is a constant 2e-6.
 'warmup_constant' (the same warmup, then `peak` for good) is the tiny
-pretraining's first phase in `:learn`: copying (induction) formed there only
-at a step size the cosine had already left behind. 'warmup_stable_decay'
-holds `peak` after the warmup and spends the last `decay_steps` updates on a
-cosine down to `minimum` (warmup-stable-decay): the held step forms the
-copying, the decay sharpens it (the copy probe fell from 1.02 to 0.75 nats in
-500 decayed updates after 2,000 held ones).
+pretraining's in `:learn`: copying (induction) formed there only at a step
+size the cosine had already left behind. 'warmup_stable_decay' holds `peak`
+after the warmup and spends the last `decay_steps` updates on a cosine down
+to `minimum`: after 2,000 held updates, 500 decayed ones lowered the copy
+probe (1.02 -> 0.75 nats) but not held-out pass@1 after SFT.
 """
 
 import dataclasses
