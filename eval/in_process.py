@@ -40,6 +40,9 @@ class SamplerSettings:
   Attributes:
     preset: Model preset name (families.model_preset); it must be the model
       the checkpoint was trained as.
+    dims: 'name=value' overrides of the preset's sizes
+      (families.with_dims), as the checkpoint was trained with
+      `--config.model.dims.NAME=VALUE`.
     layout: Parallel layout preset (families.layout_preset).
     params_path: Converted orbax parameters (HF import).
     checkpoint_dir: A training workdir (or its checkpoints/) whose params
@@ -57,6 +60,7 @@ class SamplerSettings:
   """
 
   preset: str = 'tiny'
+  dims: tuple[str, ...] = ()
   layout: str = 'fsdp'
   params_path: str = ''
   checkpoint_dir: str = ''
@@ -90,7 +94,7 @@ def build(
     checkpoint = {'dir': step_dir, 'step': step}
   devices = jax.devices()[: s.devices] if s.devices else jax.devices()
   cfg = dataclasses.replace(
-      families.model_preset(s.preset),
+      families.with_dims(families.model_preset(s.preset), s.dims),
       max_target_length=s.max_prompt_len + s.max_new_tokens,
   )
   tok = _tokenizer(s.tokenizer, cfg.vocab_size)

@@ -68,6 +68,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # max_new_tokens, agent.max_output_tokens <= max_new_tokens.
   c.sampler = dict(
       preset='tiny',  # search_agent/model/families.py
+      # 'name=value' sizes overriding the preset's, as the checkpoint was
+      # trained (e.g. ('head_dim=32',)).
+      dims=(),
       layout='fsdp',
       params_path='',  # converted orbax params (model.tools.import_hf)
       # Or a training run's checkpoints: its workdir (or workdir/checkpoints)

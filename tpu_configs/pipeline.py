@@ -84,6 +84,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_train=0 if learn else 400,  # 0 = every train task
   )
   c.tokenizer = dict(vocab_size=4096)
+  # The tiny model's sizes, overridden for every model stage alike
+  # (pretrain, SFT, RL: model.dims.NAME; evals: sampler.dims), as
+  # 'name=value' strings, e.g. ('head_dim=32',); names: tpu_configs/model.
+  c.model = dict(dims=())
   # Pretraining on corpus text with synthetic sequences (train.sft,
   # data.mode='pretrain': tpu_configs/sft.py:pretrain_tiny). `learn`: 95%
   # 'shuffle' sequences (twelve corpus words, repeated) at a constant step

@@ -25,6 +25,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.model = dict(
       preset='qwen3-30b-a3b',
       layout='recipe_tp2_cp8_ep8',
+      # 'name=value' sizes overriding the preset's, as the checkpoint was
+      # trained (families.with_dims; the tiny preset's only).
+      dims=(),
       # Weights: a training workdir (or its checkpoints/) and step (-1 =
       # latest), or HF-converted orbax params (model.tools.import_hf), or
       # neither (random init, pulses only).

@@ -93,6 +93,48 @@ def model_preset(name: str) -> config_lib.ModelConfig:
   return MODELS[name]
 
 
+class DimsError(ValueError):
+  """A dims override is malformed or names no size of the preset."""
+
+
+def with_dims(
+    cfg: config_lib.ModelConfig, overrides: Any
+) -> config_lib.ModelConfig:
+  """`cfg` with some of its sizes (`dims`) replaced.
+
+  Args:
+    cfg: A model config whose `dims` hold the sizes (the tiny preset's).
+    overrides: 'name=value' strings (a sampler's `dims` flag) or a mapping;
+      each name must be one of `cfg.dims`, each value an integer.
+
+  Returns:
+    The config with those sizes (unchanged when `overrides` is empty).
+  """
+  items = (
+      overrides.items()
+      if isinstance(overrides, Mapping)
+      else [str(entry).partition('=')[::2] for entry in overrides]
+  )
+  known = dict(cfg.dims)
+  dims = dict(known)
+  for name, value in items:
+    name = str(name).strip()
+    if name not in known:
+      raise DimsError(
+          f'dims override {name!r}: {cfg.model_name} sizes are'
+          f' {sorted(known) or "fixed by MaxText (none to override)"}'
+      )
+    try:
+      dims[name] = int(str(value).strip())
+    except ValueError:
+      raise DimsError(
+          f'dims override {name}={value!r}: the value must be an integer'
+      ) from None
+  if dims == known:
+    return cfg
+  return dataclasses.replace(cfg, dims=tuple(sorted(dims.items())))
+
+
 def layout_preset(name: str) -> mesh_lib.Parallelism:
   if name not in LAYOUTS:
     raise UnknownPresetError(

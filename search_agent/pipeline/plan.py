@@ -453,10 +453,30 @@ def stage_names(c) -> list[str]:
   return names
 
 
+# Where each model stage's binary takes the model's sizes.
+_TRAINERS = ('search_agent.train.sft', 'search_agent.train.rl.run')
+
+
+def _with_dims(stage: Stage, dims: Mapping[str, str]) -> Stage:
+  """The stage with the model sizes `dims` (train: model.dims.NAME; eval:
+  sampler.dims); others, and every stage when `dims` is empty, as built (so
+  earlier runs' stages stay reusable)."""
+  if not dims:
+    return stage
+  if stage.module in _TRAINERS:
+    extra = {f'model.dims.{k}': v for k, v in dims.items()}
+  elif stage.module == 'eval.run':
+    extra = {'sampler.dims': tuple(f'{k}={v}' for k, v in dims.items())}
+  else:
+    return stage
+  return dataclasses.replace(stage, overrides={**stage.overrides, **extra})
+
+
 def build(c) -> list[Stage]:
   """The configured stages, in the order of `stage_names(c)`."""
   names = stage_names(c)
   unknown = [n for n in names if n not in BUILDERS]
   if unknown:
     raise PlanError(f'unknown stages {unknown}; known: {sorted(BUILDERS)}')
-  return [BUILDERS[name](c) for name in names]
+  dims = _extra(c.model.dims)
+  return [_with_dims(BUILDERS[name](c), dims) for name in names]

@@ -34,6 +34,7 @@ class ModelSettings:
 
   preset: str
   layout: str
+  dims: tuple[str, ...] = ()  # 'name=value' sizes (families.with_dims)
   checkpoint_dir: str = ''
   checkpoint_step: int = checkpoint_params.LATEST
   params_path: str = ''
@@ -61,7 +62,7 @@ def build(c: Mapping[str, Any]) -> Served:
   m = ModelSettings(**dict(c['model']))
   ecfg = engine_types.EngineConfig(**dict(c['engine']))
   devices = jax.devices()[: m.devices] if m.devices else jax.devices()
-  cfg = families.model_preset(m.preset)
+  cfg = families.with_dims(families.model_preset(m.preset), m.dims)
   tok = _tokenizer(c['tokenizer'], cfg.vocab_size)
   prompts = chat_prompts.RendererPrompts(tok, c['template'])
   layout = families.layout_preset(m.layout)

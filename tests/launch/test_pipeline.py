@@ -355,3 +355,40 @@ def test_stage_env_holds_the_run_compilation_cache(monkeypatch):
       '/mine'
   )
   assert pipeline_config.get_config('tiny').compilation_cache == 'jax_cache'
+
+
+def _parsed_config(stage):
+  """The stage's config file with its --config.* overrides, as the binary
+  parses them."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
+
+  argv = ['binary'] + [
+      a for a in stage.argv(sys.executable, '/r') if a.startswith('--config')
+  ]
+  values = flags.FlagValues()
+  config_flags.DEFINE_config_file(
+      'config', None, flag_values=values, sys_argv=argv
+  )
+  values(argv)
+  return values.config
+
+
+def test_model_sizes_reach_every_model_stage_only_when_set():
+  c = pipeline_config.get_config('learn')
+  c.climb.enabled = True
+  built = plan.build(c)
+  assert not any('dims' in k for s in built for k in s.overrides)
+  c.model.dims = ('head_dim=32', 'base_num_decoder_layers=3')
+  stages = {s.name: s for s in plan.build(c)}
+  for name in ('pretrain', 'sft', 'climb_sft', 'rl', 'climb_rl'):
+    dims = _parsed_config(stages[name]).model.dims
+    assert (dims.head_dim, dims.base_num_decoder_layers) == (32, 3), name
+    assert dims.base_emb_dim == 64, name  # the rest stay the preset's
+  for name in ('eval_before_sft', 'eval_after_sft', 'eval_after_rl',
+               'eval_after_climb'):  # fmt: skip
+    sampler = _parsed_config(stages[name]).sampler
+    assert tuple(sampler.dims) == ('head_dim=32', 'base_num_decoder_layers=3')
+  # The other stages (and so their hashes) are untouched.
+  for name in ('index', 'tasks', 'tokenizer', 'collect', 'filter', 'split'):
+    assert stages[name] == {s.name: s for s in built}[name]

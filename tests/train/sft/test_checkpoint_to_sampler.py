@@ -150,3 +150,48 @@ def test_eval_run_on_the_sft_checkpoint(sft_run, tmp_path, repo_root):
   for t in trajs:
     # Every generated token carries the checkpoint step as its version.
     assert {v for v in t.tokens.versions if v >= 0} == {1}
+
+
+def test_the_sampler_takes_the_sizes_the_run_was_trained_with(
+    tmp_path, repo_root, sft_jsonl
+):
+  """A run trained with wider heads (model.dims) restores into the in-process
+  sampler given the same `dims`, and is refused, naming the shapes, without."""
+  from eval import in_process  # pylint: disable=g-import-not-at-top
+
+  model = dataclasses.replace(
+      families.with_dims(families.model_preset('tiny'), ('head_dim=32',)),
+      max_target_length=512,
+      logits_chunk=128,
+  )
+  cfg = sft_config.SFTConfig(
+      model=model,
+      layout=families.layout_preset('fsdp'),
+      optimizer=optim.OptimizerConfig(),
+      schedule=schedule_lib.ScheduleConfig(kind='constant', peak=1e-2),
+      data=data_lib.DataConfig(
+          train_path=sft_jsonl,
+          train_lines=(0, 8),
+          seq_len=512,
+          num_packing_bins=2,
+      ),
+      checkpoint=checkpoint_lib.CheckpointConfig(every=1, keep=1),
+      tokenizer_path=str(repo_root / TOKENIZER),
+      total_updates=1,
+  )
+  state = trainer.train(cfg, str(tmp_path), devices=jax.devices()[:1])
+  section = {
+      'checkpoint_dir': str(tmp_path),
+      'tokenizer': str(repo_root / TOKENIZER),
+      'batch_size': 1,
+      'max_prompt_len': 16,
+      'max_new_tokens': 4,
+      'devices': 1,
+  }
+  llm, manifest = in_process.build({**section, 'dims': ('head_dim=32',)})
+  assert manifest['sampler']['dims'] == ('head_dim=32',)
+  trained = jax.device_get(state['params'])
+  restored = jax.device_get(llm.sampler.params)
+  jax.tree.map(np.testing.assert_array_equal, restored, trained)
+  with pytest.raises(checkpoint_params.CheckpointMismatchError, match='shape'):
+    in_process.build(section)  # the preset's head_dim 16
