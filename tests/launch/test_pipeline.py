@@ -375,10 +375,12 @@ def _parsed_config(stage):
 
 
 def test_model_sizes_reach_every_model_stage_only_when_set():
-  c = pipeline_config.get_config('learn')
+  c = pipeline_config.get_config('tiny')
   c.climb.enabled = True
   built = plan.build(c)
   assert not any('dims' in k for s in built for k in s.overrides)
+  learn = {s.name: s for s in plan.build(pipeline_config.get_config('learn'))}
+  assert _parsed_config(learn['sft']).model.dims.base_num_decoder_layers == 4
   c.model.dims = ('head_dim=32', 'base_num_decoder_layers=3')
   stages = {s.name: s for s in plan.build(c)}
   for name in ('pretrain', 'sft', 'climb_sft', 'rl', 'climb_rl'):
