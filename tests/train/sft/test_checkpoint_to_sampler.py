@@ -38,26 +38,31 @@ TOKENIZER = 'tests/agent/golden/tiny_tokenizer'
 PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [100, 200, 300, 400, 500, 600, 700]]
 
 
-@pytest.fixture(scope='module')
-def sft_run(tmp_path_factory, repo_root, sft_jsonl):
-  """(workdir, host params after update 2) of a 2-update tiny SFT."""
-  model = dataclasses.replace(
-      families.model_preset('tiny'), max_target_length=512, logits_chunk=128
-  )
-  cfg = sft_config.SFTConfig(
-      model=model,
+def _sft_config(model, sft_jsonl, repo_root, *, lines: int, updates: int):
+  """A tiny SFT of `updates` updates on the first `lines` demonstrations,
+  a checkpoint after every update."""
+  return sft_config.SFTConfig(
+      model=dataclasses.replace(model, max_target_length=512, logits_chunk=128),
       layout=families.layout_preset('fsdp'),
       optimizer=optim.OptimizerConfig(),
       schedule=schedule_lib.ScheduleConfig(kind='constant', peak=1e-2),
       data=data_lib.DataConfig(
           train_path=sft_jsonl,
-          train_lines=(0, 20),
+          train_lines=(0, lines),
           seq_len=512,
           num_packing_bins=4,
       ),
       checkpoint=checkpoint_lib.CheckpointConfig(every=1, keep=3),
       tokenizer_path=str(repo_root / TOKENIZER),
-      total_updates=2,
+      total_updates=updates,
+  )
+
+
+@pytest.fixture(scope='module')
+def sft_run(tmp_path_factory, repo_root, sft_jsonl):
+  """(workdir, host params after update 2) of a 2-update tiny SFT."""
+  cfg = _sft_config(
+      families.model_preset('tiny'), sft_jsonl, repo_root, lines=20, updates=2
   )
   workdir = tmp_path_factory.mktemp('sft_run')
   state = trainer.train(cfg, str(workdir), devices=jax.devices()[:1])
@@ -159,26 +164,8 @@ def test_the_sampler_takes_the_sizes_the_run_was_trained_with(
   sampler given the same `dims`, and is refused, naming the shapes, without."""
   from eval import in_process  # pylint: disable=g-import-not-at-top
 
-  model = dataclasses.replace(
-      families.with_dims(families.model_preset('tiny'), ('head_dim=32',)),
-      max_target_length=512,
-      logits_chunk=128,
-  )
-  cfg = sft_config.SFTConfig(
-      model=model,
-      layout=families.layout_preset('fsdp'),
-      optimizer=optim.OptimizerConfig(),
-      schedule=schedule_lib.ScheduleConfig(kind='constant', peak=1e-2),
-      data=data_lib.DataConfig(
-          train_path=sft_jsonl,
-          train_lines=(0, 8),
-          seq_len=512,
-          num_packing_bins=2,
-      ),
-      checkpoint=checkpoint_lib.CheckpointConfig(every=1, keep=1),
-      tokenizer_path=str(repo_root / TOKENIZER),
-      total_updates=1,
-  )
+  wider = families.with_dims(families.model_preset('tiny'), ('head_dim=32',))
+  cfg = _sft_config(wider, sft_jsonl, repo_root, lines=8, updates=1)
   state = trainer.train(cfg, str(tmp_path), devices=jax.devices()[:1])
   section = {
       'checkpoint_dir': str(tmp_path),
