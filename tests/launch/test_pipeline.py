@@ -4,6 +4,8 @@ import json
 import os
 import sys
 
+from absl import flags
+from ml_collections import config_flags
 import pytest
 
 from search_agent.pipeline import plan
@@ -360,9 +362,6 @@ def test_stage_env_holds_the_run_compilation_cache(monkeypatch):
 def _parsed_config(stage):
   """The stage's config file with its --config.* overrides, as the binary
   parses them."""
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
-
   argv = ['binary'] + [
       a for a in stage.argv(sys.executable, '/r') if a.startswith('--config')
   ]
