@@ -42,3 +42,11 @@ def shared_data() -> pathlib.Path:
   if not SHARED_DATA.is_dir():
     pytest.fail(f'{SHARED_DATA} is missing: tests need the shared real data')
   return SHARED_DATA
+
+
+def pytest_collection_modifyitems(items) -> None:
+  """Files holding slow tests first, otherwise in collection order: with
+  pytest-xdist's --dist loadfile (launch/run_tests.sh) the long files start
+  early instead of ending the run on one worker while the other idles."""
+  slow = {item.path for item in items if item.get_closest_marker('slow')}
+  items.sort(key=lambda item: item.path not in slow)  # stable
