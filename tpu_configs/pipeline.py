@@ -192,6 +192,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # 6 of 20), so more groups hold a right and a wrong rollout.
       temperature=0.6 if learn else 1.0,
       checkpoint_dir='{rl}',
+      # Where the rollouts are sampled: 'in_process' (the RL run's own
+      # sampler) or 'server' (`servers` rollout servers the RL run starts on
+      # this host, search_agent.serving: continuous batching, the KV cache
+      # kept across a rollout's turns; train/rl/local_servers.py).
+      policy='in_process',
+      servers=1,
       extra=(),
   )
   # RL's question pool (search_agent/pipeline/rl_pool.py): rl_probe runs

@@ -217,6 +217,19 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
           # loss.objective='tis' (the :partial variant).
           partial=False,
           server_urls=(),
+          # 'server' with no server_urls: the run starts `count` rollout
+          # servers on its own host (train/rl/local_servers.py: `config`
+          # with the run's tokenizer, model sizes and in-flight rollouts as
+          # slots, then `overrides` 'key=value'; `env` 'NAME=value' for the
+          # children, one XLA:CPU device each by default). For CPU runs and
+          # hosts with accelerators to spare.
+          local_servers=dict(
+              count=0,
+              config='tpu_configs/serve.py:tiny',
+              overrides=(),
+              env=('XLA_FLAGS=--xla_force_host_platform_device_count=1',),
+              start_timeout_s=600.0,
+          ),
           openai=dict(base_url='http://127.0.0.1:8000/v1', model=''),
           # Benchmarks only: injected per-group tool latency (0 = none).
           latency_median_s=0.0,

@@ -323,6 +323,11 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
       'rollout.max_tokens_per_call': e.max_new_tokens,
       'sampler.max_new_tokens': e.max_new_tokens,
   }
+  if r.policy == 'server':  # only then: earlier runs' RL stays reusable
+    overrides['rollout.policy'] = 'server'
+    overrides['rollout.local_servers.count'] = r.servers
+  elif r.policy != 'in_process':
+    raise PlanError(f'rl.policy {r.policy!r}: use in_process or server')
   support = rl_support(r.config)
   if support.tools is not None:
     del overrides['search.tools']  # a list field: env_of offers RL's tools

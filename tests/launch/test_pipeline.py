@@ -14,6 +14,7 @@ from search_agent.pipeline import runner
 from search_agent.pipeline import stages as stages_lib
 from search_agent.pipeline import stats
 from search_agent.search import schemas as tool_schemas
+from search_agent.train.rl import local_servers
 from search_agent.train.rl import setup as rl_setup
 from tpu_configs import pipeline as pipeline_config
 from tpu_configs import rl as rl_config
@@ -393,3 +394,22 @@ def test_model_sizes_reach_every_model_stage_only_when_set():
   # The other stages (and so their hashes) are untouched.
   for name in ('index', 'tasks', 'tokenizer', 'collect', 'filter', 'split'):
     assert stages[name] == {s.name: s for s in built}[name]
+
+
+def test_rl_samples_through_local_servers_only_when_asked():
+  c = pipeline_config.get_config('learn')
+  built = {s.name: s for s in plan.build(c)}
+  # In-process (the default): no override, so earlier runs' RL is reused.
+  local = ('rollout.policy', 'rollout.local_servers.count')
+  assert not set(local) & set(built['rl'].overrides)
+  c.rl.policy, c.rl.servers = 'server', 2
+  rl_stage = {s.name: s for s in plan.build(c)}['rl']
+  rc = rl_config.get_config('tiny')
+  for key, value in rl_stage.overrides.items():
+    if '{' not in str(value):
+      section, _, field = key.rpartition('.')
+      (rc[section] if section else rc)[field] = value
+  assert local_servers.wanted(rc) == 2
+  c.rl.policy = 'remote'
+  with pytest.raises(plan.PlanError, match="rl.policy 'remote'"):
+    plan.build(c)

@@ -34,6 +34,7 @@ from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train.rl import climbing_handoff
+from search_agent.train.rl import local_servers
 from search_agent.train.rl import loop as loop_lib
 from search_agent.train.rl import partial
 from search_agent.train.rl import replay_queue
@@ -225,7 +226,10 @@ async def _serve(
 def run_rollout(c, workdir: str, stop: threading.Event | None = None) -> None:
   """Serves groups until `stop` or the learner's done file (then exits)."""
   stop = stop or threading.Event()
-  with rollout_worker_for(c, workdir, jax.devices()) as worker:
+  with (
+      local_servers.started(c, workdir) as c,
+      rollout_worker_for(c, workdir, jax.devices()) as worker,
+  ):
     write_manifest(c, workdir, 'rollout', {'judge': worker.scorer.manifest})
     asyncio.run(_serve(worker, stop, c.learner.stall_timeout_s, workdir))
 
@@ -250,7 +254,10 @@ def run_all(c, workdir: str) -> int:
   """Learner and one rollout worker in this process on split meshes."""
   l_dev, s_dev = setup.split_devices(c, 'all')
   stop, failure = threading.Event(), []
-  with rollout_worker_for(c, workdir, s_dev) as worker:
+  with (
+      local_servers.started(c, workdir) as c,
+      rollout_worker_for(c, workdir, s_dev) as worker,
+  ):
 
     def serve():
       try:

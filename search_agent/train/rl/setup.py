@@ -150,12 +150,18 @@ def _atomic_build(final: pathlib.Path, build) -> None:
 
 def tokenizer(c, workdir: str) -> tokenizer_lib.Tokenizer:
   """The configured tokenizer, the SFT run's, or the tiny one (trained once)."""
+  return tokenizer_lib.load_tokenizer(tokenizer_path(c, workdir))
+
+
+def tokenizer_path(c, workdir: str) -> str:
+  """Where `tokenizer` loads from: tokenizer.path, the SFT run's, or the
+  tiny one in the workdir (trained once, here)."""
   if c.tokenizer.path:
-    return tokenizer_lib.load_tokenizer(c.tokenizer.path)
+    return c.tokenizer.path
   if c.init.sft_workdir:
     sft_tok = os.path.join(c.init.sft_workdir, 'tokenizer')
     if os.path.isdir(sft_tok):
-      return tokenizer_lib.load_tokenizer(sft_tok)
+      return sft_tok
   out = pathlib.Path(workdir) / 'tokenizer'
 
   def build(tmp):
@@ -164,7 +170,7 @@ def tokenizer(c, workdir: str) -> tokenizer_lib.Tokenizer:
     tokenizer_lib.train_tiny_tokenizer(docs, tmp, c.model.vocab_size)
 
   _atomic_build(out, build)
-  return tokenizer_lib.load_tokenizer(out)
+  return str(out)
 
 
 def index_dir(c, workdir: str) -> str:
