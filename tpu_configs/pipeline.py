@@ -25,7 +25,7 @@ unchanged; search_agent/pipeline/plan.py wires them):
 Variants: 'tiny' (the README's main job: under 15 minutes on 2 free cores)
 and 'learn' (the learning-signal benchmark: 200 held-out tasks, every train
 task's demonstrations, the tiny model with 4 layers, 1,000 pretraining and
-1,200 SFT updates, 15 RL updates; ~100 minutes on 2 free cores).
+1,200 SFT updates, 15 RL updates; ~83 minutes on 2 free cores).
 WORKSPACE.md "Learning signal" has measured runs of it (at these
 defaults: 17.0% held-out pass@1 after SFT, 15.5% after RL) and their figures.
 """
@@ -180,8 +180,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # checkpoint_dir is what eval_after_rl restores.
   c.rl = dict(
       config='tpu_configs/rl.py:tiny',
-      # `learn`: 15 (30 in earlier runs; RL has not moved held-out pass@1
-      # at either, and 15 keep the run near 100 minutes).
+      # `learn`: 15 (30 in-process and 60 through the server in earlier
+      # runs: RL has moved held-out pass@1 at none of them).
       updates=15 if learn else 3,
       # Constant Muon step size: the recipe's 2e-6 moves a 1M-parameter
       # model nowhere in 30 updates; 1e-3 is where tiny SFT's cosine ends.
@@ -195,8 +195,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # Where the rollouts are sampled: 'in_process' (the RL run's own
       # sampler) or 'server' (`servers` rollout servers the RL run starts on
       # this host, search_agent.serving: continuous batching, the KV cache
-      # kept across a rollout's turns; train/rl/local_servers.py).
-      policy='in_process',
+      # kept across a rollout's turns; train/rl/local_servers.py). 'server':
+      # from `learn`'s SFT checkpoint an update took 16 s (median of 60)
+      # against 85 s in-process (WORKSPACE.md, "Learning signal").
+      policy='server',
       servers=1,
       extra=(),
   )

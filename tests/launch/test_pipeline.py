@@ -396,10 +396,12 @@ def test_model_sizes_reach_every_model_stage_only_when_set():
     assert stages[name] == {s.name: s for s in built}[name]
 
 
-def test_rl_samples_through_local_servers_only_when_asked():
+def test_rl_samples_through_local_servers_unless_in_process():
   c = pipeline_config.get_config('learn')
+  assert c.rl.policy == 'server'  # the default
+  c.rl.policy = 'in_process'
   built = {s.name: s for s in plan.build(c)}
-  # In-process (the default): no override, so earlier runs' RL is reused.
+  # In-process: no override, so runs from before the option reuse their RL.
   local = ('rollout.policy', 'rollout.local_servers.count')
   assert not set(local) & set(built['rl'].overrides)
   c.rl.policy, c.rl.servers = 'server', 2
