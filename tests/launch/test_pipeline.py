@@ -397,7 +397,8 @@ def test_model_sizes_reach_every_model_stage_only_when_set():
 
 
 def test_rl_samples_through_local_servers_unless_in_process():
-  c = pipeline_config.get_config('learn')
+  assert pipeline_config.get_config('learn').rl.policy == 'server'
+  c = pipeline_config.get_config('tiny')
   assert c.rl.policy == 'server'  # the default
   c.rl.policy = 'in_process'
   built = {s.name: s for s in plan.build(c)}
