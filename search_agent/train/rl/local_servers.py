@@ -56,13 +56,7 @@ def serve_argv(c, port: int, tokenizer_path: str) -> list[str]:
       'engine.slots': str(c.rollout.max_groups * c.group_size),
       'host': '127.0.0.1',
   }
-  for entry in s.overrides:
-    key, sep, value = str(entry).partition('=')
-    if not sep or not key.strip():
-      raise setup.RLSetupError(
-          f'rollout.local_servers.overrides entry {entry!r} is not key=value'
-      )
-    overrides[key.strip()] = value.strip()
+  overrides.update(_pairs(s.overrides, 'overrides', 'key=value'))
   return [
       sys.executable, '-m', 'search_agent.train.rl.tied_child',
       str(os.getpid()), 'search_agent.serving', f'--config={s.config}',
@@ -77,16 +71,23 @@ def _free_port() -> int:
     return s.getsockname()[1]
 
 
-def _env(entries: Sequence[str]) -> dict[str, str]:
-  env = dict(os.environ, PYTHONUNBUFFERED='1')
+def _pairs(entries: Sequence[str], field: str, form: str) -> dict[str, str]:
+  """('key=value', ...) of rollout.local_servers.`field` as a dict."""
+  out = {}
   for entry in entries:
     key, sep, value = str(entry).partition('=')
     if not sep or not key.strip():
       raise setup.RLSetupError(
-          f'rollout.local_servers.env entry {entry!r} is not NAME=value'
+          f'rollout.local_servers.{field} entry {entry!r} is not {form}'
       )
-    env[key.strip()] = value
-  return env
+    out[key.strip()] = value.strip()
+  return out
+
+
+def _env(entries: Sequence[str]) -> dict[str, str]:
+  return dict(
+      os.environ, PYTHONUNBUFFERED='1', **_pairs(entries, 'env', 'NAME=value')
+  )
 
 
 def _tail(path: str, lines: int = 30) -> str:
@@ -143,12 +144,12 @@ def started(c, workdir: str) -> Iterator:
   env = _env(s.env)
   logs_dir = os.path.join(workdir, 'servers')
   os.makedirs(logs_dir, exist_ok=True)
-  procs, urls = [], []
+  procs, urls, logs = [], [], []
   try:
     for i in range(n):
       port = _free_port()
-      log = os.path.join(logs_dir, f'server-{i}.log')
-      with open(log, 'ab') as out:
+      logs.append(os.path.join(logs_dir, f'server-{i}.log'))
+      with open(logs[-1], 'ab') as out:
         procs.append(
             subprocess.Popen(
                 serve_argv(c, port, tok), env=env, stdout=out,
@@ -156,8 +157,7 @@ def started(c, workdir: str) -> Iterator:
             )
         )  # fmt: skip
       urls.append(f'http://127.0.0.1:{port}')
-    for url, proc, i in zip(urls, procs, range(n)):
-      log = os.path.join(logs_dir, f'server-{i}.log')
+    for url, proc, log in zip(urls, procs, logs):
       _wait_healthy(url, proc, log, float(s.start_timeout_s))
     logging.info('local rollout servers up: %s', ', '.join(urls))
     out = copy.deepcopy(c)
