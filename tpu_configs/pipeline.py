@@ -83,6 +83,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       synthesis_config='tpu_configs/synthesis.py:tiny',
       heldout=200 if learn else 100,
       max_train=0 if learn else 400,  # 0 = every train task
+      # > 0: synthesis.run's third split (tasks.rl.jsonl, that share of the
+      # tasks, evidence pages disjoint from the train and held-out ones; the
+      # held-out split is unchanged) is RL's question pool, as the recipe's
+      # RL draws new questions; 0: RL draws from the train tasks, whose
+      # demonstrations SFT fitted.
+      rl_fraction=0.0,
   )
   c.tokenizer = dict(vocab_size=4096)
   # The tiny model's sizes, overridden for every model stage alike

@@ -109,6 +109,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   c.chunk_size = 256  # evidence graphs per journalled chunk
   c.heldout_fraction = 0.2
+  # RL's question pool as a third split (tasks.rl.jsonl): whole components
+  # of tasks sharing evidence pages, none shared with train or held-out
+  # (synthesis/split.py); 0 = no RL split. The recipe synthesises a new
+  # pool for RL (`rl_pool`); this carves one out of the same run.
+  c.rl_fraction = 0.0
   c.seed = 0
   c.progress = True
   c.cache_dir = ''  # '' = WORKDIR/llm_cache

@@ -63,6 +63,9 @@ def index_figure(d: str) -> str:
 def tasks_figure(d: str) -> str:
   train = _count_lines(os.path.join(d, 'tasks.train.jsonl'))
   held = _count_lines(os.path.join(d, 'tasks.heldout.jsonl'))
+  rl = _count_lines(os.path.join(d, 'tasks.rl.jsonl'))
+  if rl:
+    return f'{train} train / {rl} RL / {held} held-out tasks'
   return f'{train} train / {held} held-out tasks'
 
 

@@ -115,10 +115,14 @@ def _tasks(c) -> Stage:
         name='tasks',
         module='search_agent.synthesis.run',
         config=t.synthesis_config,
+        # Only when set: earlier runs' tasks stage stays reusable.
+        overrides={'rl_fraction': t.rl_fraction} if t.rl_fraction else {},
         issue='13',
     )
   if t.source != 'lookup':
     raise PlanError(f'tasks.source {t.source!r}: use synthesis or lookup')
+  if t.rl_fraction:
+    raise PlanError('tasks.rl_fraction needs tasks.source=synthesis')
   return Stage(
       name='tasks',
       module='search_agent.pipeline.lookup_tasks',
@@ -310,7 +314,7 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
       'tasks_path': (
           '{rl_pool}/tasks.jsonl'
           if c.rl_pool.enabled
-          else '{tasks}/tasks.train.jsonl'
+          else f'{{tasks}}/tasks.{rl_split(c)}.jsonl'
       ),
       'init.sft_workdir': init,
       'tokenizer.path': '{tokenizer}/tokenizer.json',
@@ -385,14 +389,19 @@ def eval_stage(
   )
 
 
+def rl_split(c) -> str:
+  """The task split RL draws from: 'rl' (pages SFT never saw) or 'train'."""
+  return 'rl' if c.tasks.rl_fraction else 'train'
+
+
 def _rl_pool(c) -> Stage:
-  """The train tasks the SFT policy answered in rl_probe, some it missed."""
+  """The RL tasks the SFT policy answered in rl_probe, some it missed."""
   p = c.rl_pool
   return Stage(
       name='rl_pool',
       module='search_agent.pipeline.make_rl_pool',
       flags={
-          'tasks': '{tasks}/tasks.train.jsonl',
+          'tasks': f'{{tasks}}/tasks.{rl_split(c)}.jsonl',
           'probe': '{rl_probe}',
           'unsolved_fraction': p.unsolved_fraction,
           'min_tasks': p.min_tasks,
@@ -428,7 +437,7 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     'sft': _sft,
     'eval_after_sft': lambda c: eval_stage(c, 'eval_after_sft', '{sft}'),
     'rl_probe': lambda c: eval_stage(
-        c, 'rl_probe', '{sft}', 'train', c.rl_pool.probe_tasks
+        c, 'rl_probe', '{sft}', rl_split(c), c.rl_pool.probe_tasks
     ),
     'rl_pool': _rl_pool,
     'rl': _rl,

@@ -98,7 +98,13 @@ def run_job(
       },
   }
   report = pipeline.write_outputs(
-      workdir, prep, journal, job.heldout_fraction, job.seed, manifest
+      workdir,
+      prep,
+      journal,
+      job.heldout_fraction,
+      job.rl_fraction,
+      job.seed,
+      manifest,
   )
   report['seconds_total'] = round(time.perf_counter() - start, 2)
   return report

@@ -2,7 +2,7 @@
 
 `prepare` is deterministic and cheap (recomputed on resume); `run_loop`
 processes evidence graphs in chunks, journalling each finished graph;
-`write_outputs` rebuilds tasks.{train,heldout}.jsonl, decisions.jsonl,
+`write_outputs` rebuilds tasks.{train,rl,heldout}.jsonl, decisions.jsonl,
 funnel.{json,md,png} and manifest.json from the journal.
 """
 
@@ -187,13 +187,16 @@ def write_outputs(
     prep: Prepared,
     journal: journal_lib.Journal,
     heldout_fraction: float,
+    rl_fraction: float,
     seed: int,
     manifest: dict[str, Any],
 ) -> dict[str, Any]:
   """Writes every output file from the journal; returns the report."""
   tasks, duplicates = collect_tasks(prep, journal)
-  train, held = split_lib.split_tasks(tasks, heldout_fraction, seed)
-  for name, rows in (('train', train), ('heldout', held)):
+  train, rl, held = split_lib.split_three(
+      tasks, heldout_fraction, rl_fraction, seed
+  )
+  for name, rows in (('train', train), ('rl', rl), ('heldout', held)):
     journal_lib.write_jsonl_atomic(
         workdir / f'tasks.{name}.jsonl',
         [dict(t.to_json(), meta=dict(t.meta, split=name)) for t in rows],
@@ -223,11 +226,17 @@ def write_outputs(
           'accepted_unique': len(tasks),
           'duplicate_questions_dropped': duplicates,
           'train': len(train),
+          'rl': len(rl),
           'heldout': len(held),
           'hard_candidates': len(hard),
           'hops_train': _hops(train),
+          'hops_rl': _hops(rl),
           'hops_heldout': _hops(held),
-          'shared_evidence_pages': len(split_lib.shared_pages(train, held)),
+          'shared_evidence_pages': len(
+              split_lib.shared_pages(train, held)
+              | split_lib.shared_pages(train, rl)
+              | split_lib.shared_pages(rl, held)
+          ),
       },
   }
   journal_lib.write_atomic(

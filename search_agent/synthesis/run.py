@@ -3,7 +3,8 @@ r"""Synthesises search tasks from a corpus.
   python -m search_agent.synthesis.run \
       --config=tpu_configs/synthesis.py:tiny --workdir=/tmp/syn
 
-writes tasks.train.jsonl, tasks.heldout.jsonl (agent/task.py format),
+writes tasks.train.jsonl, tasks.rl.jsonl (empty unless rl_fraction > 0),
+tasks.heldout.jsonl (agent/task.py format),
 funnel.{json,md,png}, decisions.jsonl, manifest.json and the journal to
 --workdir; the bundled index is built into WORKDIR/index if absent. A
 rerun resumes from the journal. Variants: tiny (programmatic, no LLM),
@@ -37,8 +38,8 @@ def main(argv):
   report = job_lib.run_job(job, _WORKDIR.value, roles)
   print(json.dumps(report['tasks']))
   print(
-      f'{report["tasks"]["train"]} train + {report["tasks"]["heldout"]}'
-      f' held-out tasks in {report["seconds_total"]} s; wrote {_WORKDIR.value}'
+      f'{report["tasks"]["train"]} train + {report["tasks"]["rl"]} RL +'
+      f' {report["tasks"]["heldout"]} held-out tasks in {report["seconds_total"]} s; wrote {_WORKDIR.value}'
   )
 
 

@@ -43,6 +43,8 @@ class SynthesisJob:
     llm: Role → LLM config section (llm.registry fields).
     chunk_size: Evidence graphs per journalled chunk.
     heldout_fraction: Share of tasks in the held-out split.
+    rl_fraction: Share of tasks in the RL split (RL's question pool, pages
+      disjoint from the train and held-out splits; 0 = none).
     seed: Split seed.
     progress: Progress bars.
     cache_dir: Response cache directory ('' = WORKDIR/llm_cache).
@@ -60,6 +62,7 @@ class SynthesisJob:
   llm: dict[str, Any] = dataclasses.field(default_factory=dict)
   chunk_size: int = 256
   heldout_fraction: float = 0.2
+  rl_fraction: float = 0.0
   seed: int = 0
   progress: bool = True
   cache_dir: str = ''
@@ -80,6 +83,10 @@ class SynthesisJob:
         )
     if not 1 <= self.max_hops <= 3:
       raise SynthesisConfigError(f'max_hops must be 1..3: {self.max_hops}')
+    if not 0.0 <= self.rl_fraction < 1.0 - self.heldout_fraction:
+      raise SynthesisConfigError(
+          f'rl_fraction must be in [0, 1 - heldout_fraction): {self.rl_fraction}'
+      )
     if self.chunk_size < 1:
       raise SynthesisConfigError('chunk_size must be >= 1')
 
@@ -116,6 +123,7 @@ def job_from_config(c: ml_collections.ConfigDict) -> SynthesisJob:
       llm={k: dict(v) for k, v in d['llm'].items()},
       chunk_size=d['chunk_size'],
       heldout_fraction=d['heldout_fraction'],
+      rl_fraction=d['rl_fraction'],
       seed=d['seed'],
       progress=d['progress'],
       cache_dir=d['cache_dir'],

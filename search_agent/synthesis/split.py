@@ -1,11 +1,14 @@
-"""Train / held-out split with no evidence page shared between them.
+"""Train / RL / held-out splits with no evidence page shared between them.
 
 Tasks are joined into components by shared evidence pages (union-find);
 whole components go to the held-out split, smallest-hash first, until it
 holds `heldout_fraction` of the tasks (a component larger than the room
 left is skipped), so every task keeps its split and none is dropped. One-
 page tasks (most 1-hop ones) are singleton components unless they share
-a page, so the held-out split is rich in 1-hop tasks.
+a page, so the held-out split is rich in 1-hop tasks. `split_three` then
+fills the RL split (the recipe's new question pool for RL, pages unseen in
+SFT's demonstrations) from the components left, in the same order, to
+`rl_fraction`; the held-out split is the one `split_tasks` gives.
 """
 
 import hashlib
@@ -36,8 +39,24 @@ def split_tasks(
     tasks: Sequence[Task], heldout_fraction: float, seed: int = 0
 ) -> tuple[list[Task], list[Task]]:
   """(train, heldout), each in input order; evidence pages disjoint."""
+  train, _, held = split_three(tasks, heldout_fraction, 0.0, seed)
+  return train, held
+
+
+def split_three(
+    tasks: Sequence[Task],
+    heldout_fraction: float,
+    rl_fraction: float,
+    seed: int = 0,
+) -> tuple[list[Task], list[Task], list[Task]]:
+  """(train, rl, heldout), each in input order; pages pairwise disjoint."""
   if not 0.0 <= heldout_fraction < 1.0:
     raise ValueError(f'heldout_fraction must be in [0, 1): {heldout_fraction}')
+  if not 0.0 <= rl_fraction < 1.0 - heldout_fraction:
+    raise ValueError(
+        f'rl_fraction must be in [0, 1 - heldout_fraction): {rl_fraction}'
+        f' with heldout_fraction {heldout_fraction}'
+    )
   uf = _UnionFind()
   for t in tasks:
     pages = list(t.evidence)
@@ -50,18 +69,21 @@ def split_tasks(
   def order(root: str) -> str:
     return hashlib.sha1(f'{seed}|{root}'.encode()).hexdigest()
 
-  room = int(round(heldout_fraction * len(tasks)))
-  heldout: set[int] = set()
-  for root in sorted(members, key=order):
-    ids = members[root]
-    if len(ids) <= room:
-      heldout.update(ids)
-      room -= len(ids)
-    if room == 0:
-      break
-  train = [t for i, t in enumerate(tasks) if i not in heldout]
-  held = [t for i, t in enumerate(tasks) if i in heldout]
-  return train, held
+  roots = sorted(members, key=order)
+  side: dict[int, str] = {}
+  for name, fraction in (('heldout', heldout_fraction), ('rl', rl_fraction)):
+    room = int(round(fraction * len(tasks)))
+    for root in roots:
+      if room == 0:
+        break
+      ids = members[root]
+      if ids[0] not in side and len(ids) <= room:
+        side.update((i, name) for i in ids)
+        room -= len(ids)
+  out = {'train': [], 'rl': [], 'heldout': []}
+  for i, t in enumerate(tasks):
+    out[side.get(i, 'train')].append(t)
+  return out['train'], out['rl'], out['heldout']
 
 
 def shared_pages(a: Sequence[Task], b: Sequence[Task]) -> set[str]:

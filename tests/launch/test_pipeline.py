@@ -347,6 +347,28 @@ def test_rl_pool_probes_the_sft_policy_on_train_tasks_before_rl():
   assert stages['climb_rl'].overrides['tasks_path'] == '{rl_pool}/tasks.jsonl'
 
 
+def test_rl_draws_from_the_rl_split_when_synthesis_writes_one():
+  c = pipeline_config.get_config('learn')
+  stages = {s.name: s for s in plan.build(c)}
+  assert 'rl_fraction' not in stages['tasks'].overrides  # off: as before
+  c.tasks.rl_fraction = 0.1
+  c.rl_pool.enabled = c.climb.enabled = True
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['tasks'].overrides['rl_fraction'] == 0.1
+  assert stages['collect'].flags['tasks'] == '{tasks}/tasks.train.jsonl'
+  probe = stages['rl_probe'].overrides['dataset.path']
+  assert probe == stages['rl_pool'].flags['tasks'] == '{tasks}/tasks.rl.jsonl'
+  c.rl_pool.enabled = False
+  stages = {s.name: s for s in plan.build(c)}
+  for name in ('rl', 'climb_rl'):
+    assert stages[name].overrides['tasks_path'] == '{tasks}/tasks.rl.jsonl'
+  held = stages['eval_after_rl'].overrides['dataset.path']
+  assert held == '{tasks}/tasks.heldout.jsonl'
+  c.tasks.source = 'lookup'
+  with pytest.raises(plan.PlanError, match='rl_fraction'):
+    plan.build(c)
+
+
 def test_stage_env_holds_the_run_compilation_cache(monkeypatch):
   monkeypatch.delenv('JAX_COMPILATION_CACHE_DIR', raising=False)
   env = runner.stage_env('/runs/r', 'jax_cache')

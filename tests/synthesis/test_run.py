@@ -66,6 +66,7 @@ def test_tiny_contract(contract_run, prepared):
       assert normalize_answer(form) not in normalize_answer(t.question)
       assert form.lower() not in t.question.lower()
   assert not split.shared_pages(train, held)
+  assert (w / 'tasks.rl.jsonl').read_text() == ''  # rl_fraction 0
   held_hops = [t.meta['hops'] for t in held]
   assert 0.3 <= held_hops.count(1) / len(held) < 1.0
   assert len({t.id for t in train + held}) == len(train) + len(held)
