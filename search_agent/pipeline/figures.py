@@ -172,6 +172,11 @@ def pool_figure(d: str) -> str:
   )
 
 
+def seen_figure(d: str) -> str:
+  m = read_json(os.path.join(d, 'seen.json')) or {}
+  return f'{m.get("tasks", 0)} tasks RL trained on'
+
+
 def report_figure(d: str) -> str:
   return f'wrote {os.path.join(os.path.dirname(d), "report.md")}'
 
@@ -190,6 +195,7 @@ FIGURES: dict[str, Callable[[str], str]] = {
     'search_agent.pipeline.split': split_figure,
     'search_agent.pipeline.climb_data': climb_figure,
     'search_agent.pipeline.make_rl_pool': pool_figure,
+    'search_agent.pipeline.make_rl_seen': seen_figure,
 }
 
 

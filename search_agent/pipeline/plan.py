@@ -27,6 +27,9 @@ EVALS = {
 CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
 # RL's pool of answerable train tasks, inserted before 'rl' when enabled.
 POOL_STAGES = ('rl_probe', 'rl_pool')
+# The in-pool check (rl_seen.enabled): the tasks RL trained on, scored with
+# the SFT and the RL checkpoints; after eval_after_rl.
+SEEN_STAGES = ('rl_seen', 'eval_rl_seen_sft', 'eval_rl_seen_rl')
 
 
 class PlanError(ValueError):
@@ -311,11 +314,7 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
       'max_updates': updates,
       'optimizer.learning_rate': r.learning_rate,
       'rollout.temperature': r.temperature,
-      'tasks_path': (
-          '{rl_pool}/tasks.jsonl'
-          if c.rl_pool.enabled
-          else f'{{tasks}}/tasks.{rl_split(c)}.jsonl'
-      ),
+      'tasks_path': _rl_stage_tasks(c),
       'init.sft_workdir': init,
       'tokenizer.path': '{tokenizer}/tokenizer.json',
       'tokenizer.chat_template': 'chatml',
@@ -354,13 +353,15 @@ def eval_stage(
     checkpoint_dir: str,
     split: str = 'heldout',
     questions: int | None = None,
+    path: str = '',
 ) -> Stage:
-  """eval.run on the `split` tasks with the in-process sampler."""
+  """eval.run on the `split` tasks (those at `path` when given) with the
+  in-process sampler."""
   e = c.eval
   overrides: dict[str, Any] = {
       'dataset.name': split,
       'dataset.format': 'tasks',
-      'dataset.path': f'{{tasks}}/tasks.{split}.jsonl',
+      'dataset.path': path or f'{{tasks}}/tasks.{split}.jsonl',
       'dataset.limit': e.questions if questions is None else questions,
       'policy.kind': 'sampler',
       'policy.name': EVALS.get(name, name),
@@ -394,6 +395,13 @@ def rl_split(c) -> str:
   return 'rl' if c.tasks.rl_fraction else 'train'
 
 
+def _rl_stage_tasks(c) -> str:
+  """The task file RL draws from."""
+  if c.rl_pool.enabled:
+    return '{rl_pool}/tasks.jsonl'
+  return f'{{tasks}}/tasks.{rl_split(c)}.jsonl'
+
+
 def _rl_pool(c) -> Stage:
   """The RL tasks the SFT policy answered in rl_probe, some it missed."""
   p = c.rl_pool
@@ -409,16 +417,31 @@ def _rl_pool(c) -> Stage:
   )
 
 
+def _rl_seen(c) -> Stage:
+  """The tasks of the groups RL's updates consumed."""
+  return Stage(
+      name='rl_seen',
+      module='search_agent.pipeline.make_rl_seen',
+      flags={'rl': '{rl}', 'tasks': _rl_stage_tasks(c)},
+  )
+
+
+def _eval_rl_seen(c, name: str, checkpoint_dir: str) -> Stage:
+  return eval_stage(
+      c, name, checkpoint_dir, 'rl_seen', 0, '{rl_seen}/tasks.jsonl'
+  )
+
+
 def _report(c) -> Stage:
-  evals = [f'{EVALS[n]}:{n}' for n in stage_names(c) if n in EVALS]
+  names = stage_names(c)
+  evals = [f'{EVALS[n]}:{n}' for n in names if n in EVALS]
+  flags = {'run_dir': '{dir}', 'evals': ','.join(evals), 'variant': c.variant}
+  if 'eval_rl_seen_rl' in names:  # only then: earlier reports stay reusable
+    flags['rl_seen'] = 'eval_rl_seen_sft,eval_rl_seen_rl'
   return Stage(
       name='report',
       module='search_agent.pipeline.report',
-      flags={
-          'run_dir': '{dir}',
-          'evals': ','.join(evals),
-          'variant': c.variant,
-      },
+      flags=flags,
       always=True,
   )
 
@@ -444,6 +467,11 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     'eval_after_rl': lambda c: eval_stage(
         c, 'eval_after_rl', c.rl.checkpoint_dir
     ),
+    'rl_seen': _rl_seen,
+    'eval_rl_seen_sft': lambda c: _eval_rl_seen(c, 'eval_rl_seen_sft', '{sft}'),
+    'eval_rl_seen_rl': lambda c: _eval_rl_seen(
+        c, 'eval_rl_seen_rl', c.rl.checkpoint_dir
+    ),
     'climb_data': _climb_data,
     'climb_sft': _climb_sft,
     'climb_rl': _climb_rl,
@@ -455,12 +483,16 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
 
 
 def stage_names(c) -> list[str]:
-  """`c.stages`, with RL's pool stages before 'rl' and the climb's before
-  'report' when enabled."""
+  """`c.stages`, with RL's pool stages before 'rl', the in-pool check's
+  after RL's evaluation and the climb's before 'report' when enabled."""
   names = list(c.stages)
   if c.rl_pool.enabled and 'rl' in names:
     at = names.index('rl')
     names[at:at] = [n for n in POOL_STAGES if n not in names]
+  if c.rl_seen.enabled and 'rl' in names:
+    after = 'eval_after_rl' if 'eval_after_rl' in names else 'rl'
+    at = names.index(after) + 1
+    names[at:at] = [n for n in SEEN_STAGES if n not in names]
   if c.climb.enabled:
     at = names.index('report') if 'report' in names else len(names)
     names[at:at] = [n for n in CLIMB_STAGES if n not in names]

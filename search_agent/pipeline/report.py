@@ -5,7 +5,8 @@ r"""Writes a pipeline run's report: DIR/report.json, DIR/report.md, plots.
 
 report.json: pass@1 per evaluation (n, value, Wilson 95% ci_low/ci_high),
 paired tests between consecutive evaluations (exact McNemar, paired
-bootstrap), stage seconds, the pretraining/SFT loss and RL reward curves,
+bootstrap), with --rl_seen=SFT_STAGE,RL_STAGE the same for the two on the
+tasks RL trained on (`rl_seen`), stage seconds, the pretraining/SFT loss and RL reward curves,
 tool calls per trajectory, and the manifest of every stage (command, hash,
 config, key figure) with library versions. Plots go to --workdir.
 """
@@ -31,6 +32,9 @@ _RUN_DIR = flags.DEFINE_string('run_dir', None, 'The pipeline run directory.')
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Where the plots go.')
 _EVALS = flags.DEFINE_list('evals', [], 'label:stage of each evaluation.')
 _VARIANT = flags.DEFINE_string('variant', '', 'Pipeline config variant.')
+_RL_SEEN = flags.DEFINE_list(
+    'rl_seen', [], 'SFT and RL eval stages on the tasks RL trained on.'
+)
 _VERSIONS = ('jax', 'flax', 'optax', 'maxtext', 'tantivy', 'orbax-checkpoint')
 
 
@@ -110,7 +114,26 @@ def _versions() -> dict[str, str]:
   return out
 
 
-def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
+def rl_seen(run_dir: str, sft_stage: str, rl_stage: str) -> dict:
+  """pass@1 of SFT and RL on the tasks RL trained on, paired."""
+  sft = figures.eval_outcomes(os.path.join(run_dir, sft_stage))
+  rl = figures.eval_outcomes(os.path.join(run_dir, rl_stage))
+  return {
+      'sft': {**stats.pass_at_1(sft), 'stage': sft_stage},
+      'rl': {**stats.pass_at_1(rl), 'stage': rl_stage},
+      'paired': {
+          **stats.mcnemar(sft, rl),
+          'bootstrap_95': stats.paired_bootstrap(sft, rl),
+      },
+  }
+
+
+def build(
+    run_dir: str,
+    evals: list[tuple[str, str]],
+    variant: str,
+    seen: tuple[str, str] | None = None,
+) -> dict:
   """The report dict of a run directory."""
   records = runner.load_records(run_dir)
   outcomes = {
@@ -170,6 +193,8 @@ def build(run_dir: str, evals: list[tuple[str, str]], variant: str) -> dict:
   pool = figures.read_json(os.path.join(run_dir, 'rl_pool', 'pool.json'))
   if pool:
     rep['rl_pool'] = pool
+  if seen:
+    rep['rl_seen'] = rl_seen(run_dir, *seen)
   collect = figures.read_json(os.path.join(run_dir, 'collect', 'manifest.json'))
   if collect:
     rep['tool_calls']['teacher'] = collect['summary']['tool_calls_histogram']
@@ -200,7 +225,10 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   evals = [tuple(e.split(':', 1)) for e in _EVALS.value]
-  rep = build(_RUN_DIR.value, evals, _VARIANT.value)
+  if _RL_SEEN.value and len(_RL_SEEN.value) != 2:
+    raise app.UsageError(f'--rl_seen takes two stages: {_RL_SEEN.value}')
+  seen = tuple(_RL_SEEN.value) if _RL_SEEN.value else None
+  rep = build(_RUN_DIR.value, evals, _VARIANT.value, seen)
   os.makedirs(_WORKDIR.value, exist_ok=True)
   rep['plots'] = plots.write_all(rep, _WORKDIR.value)
   with open(os.path.join(_RUN_DIR.value, 'report.json'), 'w') as f:

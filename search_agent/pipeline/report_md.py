@@ -101,6 +101,17 @@ def render(rep: dict, run_dir: str) -> str:
   if rep['tasks'].get('temporary'):
     lines += ['', f'Tasks: {rep["tasks"].get("source")} — temporary, until'
               ' synthesis.run is wired in.']  # fmt: skip
+  seen = rep.get('rl_seen')
+  if seen:
+    s, r, p = seen['sft'], seen['rl'], seen['paired']
+    b = p['bootstrap_95']
+    lines += [
+        '', '## RL on its own tasks', '',
+        f'Greedy pass@1 on the {s["n"]} tasks RL trained on: after SFT'
+        f' {_pct(s["value"])}, after RL {_pct(r["value"])}; {p["gained"]}'
+        f' gained, {p["lost"]} lost, McNemar p = {p["p_value"]:.3g},'
+        f' bootstrap 95% [{_pct(b["low"])}, {_pct(b["high"])}].',
+    ]  # fmt: skip
   lines += ['', '## Stages', '',
             '| stage | seconds | CPU seconds | key figure | hash |',
             '|---|---|---|---|---|']  # fmt: skip

@@ -10,6 +10,7 @@ import pytest
 
 from search_agent.pipeline import plan
 from search_agent.pipeline import report
+from search_agent.pipeline import report_md
 from search_agent.pipeline import runner
 from search_agent.pipeline import stages as stages_lib
 from search_agent.pipeline import stats
@@ -163,6 +164,21 @@ def test_report_holds_the_contract_fields(tmp_path):
   assert rep['stages'] == {'e0': 3.0, 'e1': 5.0}
   assert rep['paired']['after_sft_vs_before_sft']['gained'] == 4
   assert rep['tool_calls']['after_sft']['histogram'] == {'1': 6, '2': 4}
+
+
+def test_report_pairs_sft_and_rl_on_the_tasks_rl_trained_on(tmp_path):
+  _fake_eval(tmp_path / 'e0', [False] * 10)
+  _fake_eval(tmp_path / 's', [True] * 2 + [False] * 8)
+  _fake_eval(tmp_path / 'r', [False] + [True] * 6 + [False] * 3)
+  (tmp_path / 'stages.json').write_text('{}')
+  rep = report.build(str(tmp_path), [('before_sft', 'e0')], 't', ('s', 'r'))
+  seen = rep['rl_seen']
+  assert (seen['sft']['value'], seen['rl']['value']) == (0.2, 0.6)
+  assert (seen['paired']['gained'], seen['paired']['lost']) == (5, 1)
+  assert seen['sft']['stage'] == 's'
+  assert 'rl_seen' not in report.build(str(tmp_path), [], 't')
+  text = report_md.render(rep, str(tmp_path))
+  assert 'the 10 tasks RL trained on: after SFT 20.0%, after RL 60.0%' in text
 
 
 @pytest.mark.slow
@@ -367,6 +383,33 @@ def test_rl_draws_from_the_rl_split_when_synthesis_writes_one():
   c.tasks.source = 'lookup'
   with pytest.raises(plan.PlanError, match='rl_fraction'):
     plan.build(c)
+
+
+def test_learn_checks_rl_on_the_tasks_it_trained_on():
+  c = pipeline_config.get_config('tiny')
+  assert not set(plan.SEEN_STAGES) & set(plan.stage_names(c))
+  assert 'rl_seen' not in {s.name: s for s in plan.build(c)}['report'].flags
+  c = pipeline_config.get_config('learn')
+  names = plan.stage_names(c)
+  at = names.index('eval_after_rl')
+  assert names[at + 1 : at + 4] == list(plan.SEEN_STAGES)
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['rl_seen'].flags == {
+      'rl': '{rl}',
+      'tasks': stages['rl'].overrides['tasks_path'],
+  }
+  for name, ckpt in (
+      ('eval_rl_seen_sft', '{sft}'),
+      ('eval_rl_seen_rl', '{rl}'),
+  ):
+    o = stages[name].overrides
+    assert o['dataset.path'] == '{rl_seen}/tasks.jsonl'
+    assert o['dataset.limit'] == 0  # every task RL trained on
+    assert o['sampler.checkpoint_dir'] == ckpt
+    assert o['agent.temperature'] == 0.0
+  report_flags = stages['report'].flags
+  assert report_flags['rl_seen'] == 'eval_rl_seen_sft,eval_rl_seen_rl'
+  assert 'rl_seen' not in report_flags['evals']  # held-out evaluations only
 
 
 def test_stage_env_holds_the_run_compilation_cache(monkeypatch):

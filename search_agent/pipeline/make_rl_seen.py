@@ -1,0 +1,34 @@
+r"""Writes the tasks RL trained on (search_agent/pipeline/rl_seen.py).
+
+  python -m search_agent.pipeline.make_rl_seen --rl=RL_WORKDIR \
+      --tasks=TASKS.jsonl --workdir=OUT
+
+writes OUT/tasks.jsonl (the task file's rows, first use first) and
+OUT/seen.json (counts).
+"""
+
+import json
+
+from absl import app
+from absl import flags
+
+from search_agent.pipeline import rl_seen
+
+_RL = flags.DEFINE_string('rl', None, 'The RL run workdir.')
+_TASKS = flags.DEFINE_string('tasks', None, 'The task JSONL RL drew from.')
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  try:
+    counts = rl_seen.write(_RL.value, _TASKS.value, _WORKDIR.value)
+  except rl_seen.SeenError as e:
+    raise SystemExit(f'make_rl_seen: {e}') from e
+  print(json.dumps(counts))
+
+
+if __name__ == '__main__':
+  flags.mark_flags_as_required(['rl', 'tasks', 'workdir'])
+  app.run(main)

@@ -1,0 +1,52 @@
+"""The tasks RL trained on: consumed groups only, in the order of use."""
+
+import json
+
+import pytest
+
+from search_agent.agent import trajectory as traj_lib
+from search_agent.pipeline import rl_seen
+from search_agent.train.rl import replay_queue
+
+
+def _rollout(tid, gid, i):
+  return traj_lib.Trajectory(
+      id=f'{gid}#{i}', task_id=tid, question='q',
+      messages=(traj_lib.Turn(role='user', content='q'),),
+      final_answer='a', status='answered', meta={'group_id': gid},
+  )  # fmt: skip
+
+
+def _tasks(path, ids):
+  path.write_text(''.join(json.dumps({'id': i, 'q': i}) + '\n' for i in ids))
+
+
+def test_consumed_groups_tasks_in_update_order(tmp_path):
+  run = tmp_path / 'rl'
+  q = replay_queue.ReplayQueue(run / 'queue')
+  q.commit(0, ['b@0', 'a@0'])
+  q.commit(1, ['c@1', 'b@3'])
+  for tid, gid in (('a', 'a@0'), ('b', 'b@0'), ('c', 'c@1'), ('b', 'b@3'),
+                   ('d', 'd@0')):  # fmt: skip
+    for i in range(2):
+      traj_lib.append_jsonl(run / 'rollouts-w0.jsonl', _rollout(tid, gid, i))
+  _tasks(tmp_path / 'tasks.jsonl', ['a', 'b', 'c', 'd', 'e'])
+  counts = rl_seen.write(
+      str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'out')
+  )
+  assert counts['tasks'] == 3
+  rows = [json.loads(l) for l in open(tmp_path / 'out' / 'tasks.jsonl')]
+  assert [r['id'] for r in rows] == ['a', 'b', 'c']  # d: never consumed
+  assert rows[0] == {'id': 'a', 'q': 'a'}  # the task file's rows
+
+
+def test_no_update_or_an_unknown_task_is_an_error(tmp_path):
+  run = tmp_path / 'rl'
+  replay_queue.ReplayQueue(run / 'queue')
+  _tasks(tmp_path / 'tasks.jsonl', ['a'])
+  with pytest.raises(rl_seen.SeenError, match='no update consumed'):
+    rl_seen.write(str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'o'))
+  replay_queue.ReplayQueue(run / 'queue').commit(0, ['z@0'])
+  traj_lib.append_jsonl(run / 'rollouts-w0.jsonl', _rollout('z', 'z@0', 0))
+  with pytest.raises(rl_seen.SeenError, match="not in .*'z'"):
+    rl_seen.write(str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'o'))
