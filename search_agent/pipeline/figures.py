@@ -130,8 +130,16 @@ def rl_figure(d: str) -> str:
   if not curves:
     return f'{len(read_jsonl(os.path.join(d, "metrics.jsonl")))} metric rows'
   key = sorted(curves, key=lambda k: (k != 'reward_mean', k))[0]
-  step, value = curves[key][-1]
-  return f'{step} updates, {key} {value:.3f}'
+  points = curves[key]
+  values = [v for _, v in points]
+  if len(values) < 4:
+    return f'{points[-1][0]} updates, {key} {values[-1]:.3f}'
+  q = len(values) // 4
+  return (
+      f'{points[-1][0]} updates, {key} {sum(values) / len(values):.3f}'
+      f' (first quarter {sum(values[:q]) / q:.3f}, last'
+      f' {sum(values[-q:]) / q:.3f})'
+  )
 
 
 def eval_figure(d: str) -> str:

@@ -8,6 +8,7 @@ from absl import flags
 from ml_collections import config_flags
 import pytest
 
+from search_agent.pipeline import figures
 from search_agent.pipeline import plan
 from search_agent.pipeline import report
 from search_agent.pipeline import report_md
@@ -481,3 +482,18 @@ def test_rl_samples_through_local_servers_unless_in_process():
   c.rl.policy = 'remote'
   with pytest.raises(plan.PlanError, match="rl.policy 'remote'"):
     plan.build(c)
+
+
+def test_rl_key_figure_is_the_mean_reward_and_its_quarters(tmp_path):
+  rows = [
+      {'step': i + 1, 'reward_mean': r}
+      for i, r in enumerate([0, 0, 0.2, 0.2, 0.4, 0.4, 0.6, 0.6])
+  ]
+  (tmp_path / 'metrics.jsonl').write_text(
+      ''.join(json.dumps(r) + '\n' for r in rows)
+  )
+  assert figures.rl_figure(str(tmp_path)) == (
+      '8 updates, reward_mean 0.300 (first quarter 0.000, last 0.600)'
+  )
+  (tmp_path / 'metrics.jsonl').write_text(json.dumps(rows[2]) + '\n')
+  assert figures.rl_figure(str(tmp_path)) == '3 updates, reward_mean 0.200'
