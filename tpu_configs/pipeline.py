@@ -31,7 +31,8 @@ task's demonstrations, the tiny model with 4 layers, 1,000 pretraining and
 1,200 SFT updates, 60 RL updates, RL checked on its own tasks; ~105 minutes
 on 2 free cores).
 WORKSPACE.md "Learning signal" has measured runs of it (at these
-defaults: 17.0% held-out pass@1 after SFT, 15.5% after RL) and their figures.
+defaults: 17.0% held-out pass@1 after SFT, 16.0% after RL; on the tasks RL
+trained on 42.1% -> 50.0%, McNemar p = 0.00055) and their figures.
 """
 
 import ml_collections
