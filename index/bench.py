@@ -96,7 +96,7 @@ def _raw_tantivy(backend, k):
   return call
 
 
-def _latency(engine, previous, lucene, queries, c) -> list[dict]:
+def _latency(engine, previous, lucene, lucene_py, queries, c) -> list[dict]:
   backend, k = engine.backend, c.k
   calls = {
       'raw tantivy': _raw_tantivy(backend, k),
@@ -118,6 +118,8 @@ def _latency(engine, previous, lucene, queries, c) -> list[dict]:
             lambda q: lucene.fused_rankings([lucene.parse(q)], k),
         'lucene backend: 3 views + RRF + snippets':
             lambda q: lucene.search([q], k),
+        'lucene backend: 3 views + RRF + Python snippets':
+            lambda q: lucene_py.search([q], k),
     })  # fmt: skip
   return [
       benchmark.measure_latency(name, call, queries, n, c.warmup).__dict__
@@ -219,22 +221,29 @@ def run_corpus(name, c, workdir, vocab) -> dict:
     previous = tantivy_engine(
         workdir / name, threads=c.backend_threads, parallel_views=False
     )
-    lucene = (
-        lucene_engine(
-            workdir / f'{name}-lucene-views', engine_config(c),
-            threads=c.backend_threads,
-        )
+    lucene, lucene_py = (
+        [
+            lucene_engine(
+                workdir / f'{name}-lucene-views', engine_config(c),
+                threads=c.backend_threads, java_snippets=java,
+            )
+            for java in (True, False)
+        ]
         if c.lucene_backend
-        else None
+        else (None, None)
     )  # fmt: skip
     out['rss_mb_engine_open'] = benchmark.rss_mb()
     out['anon_rss_mb_engine_open'] = benchmark.anon_rss_mb()
     queries = synthetic.sample_queries(
         c.queries + c.warmup, c.query_seed, vocab
     )
-    out['latency'] = _latency(engine, previous, lucene, queries, c)
+    out['latency'] = _latency(engine, previous, lucene, lucene_py, queries, c)
     # The snippets of k hits alone (CPU), without and with the document cache.
     out['snippets'] = benchmark.snippet_cost(engine, queries, c.k)
+    if lucene is not None:  # the same, cut in Java and in Python
+      out['lucene_snippets'] = benchmark.backend_snippet_cost(
+          lucene, queries, c.k
+      )
     if c.lucene.python and name == 'synthetic':
       out['lucene'] = _lucene(name, c, workdir, vocab, queries)
       out['latency'].append(out['lucene']['latency'])
@@ -245,6 +254,7 @@ def run_corpus(name, c, workdir, vocab) -> dict:
     previous.close()
     if lucene is not None:
       lucene.close()
+      lucene_py.close()
   print(json.dumps(out, indent=1), flush=True)
   return out
 

@@ -14,6 +14,7 @@ from typing import Mapping, Protocol, runtime_checkable, Sequence
 
 from search_agent.corpus.record import Document
 from search_agent.search.parser import ParsedQuery
+from search_agent.search.snippets import SnippetQuery
 
 VIEWS = ('doc', 'passage', 'title')
 
@@ -123,4 +124,25 @@ class FusingBackend(Protocol):
   ) -> list[list[tuple[str, float]]]:
     """Per query, every fused `(doc_id, score)`, best first (unguarded):
     each view searched to `depths[view]`, weighted RRF with `rrf_k`."""
+    ...
+
+
+@runtime_checkable
+class SnippetBackend(Protocol):
+  """A backend that also cuts snippets of its documents itself.
+
+  `SearchEngine` uses it where the query allows (`snippets.snippet_query`)
+  and the engine's analyzer is the backend's (`analyzer`); each snippet
+  must be `snippets.make_snippet`'s for the document's text.
+  """
+
+  @property
+  def analyzer(self):
+    """The query analyzer matching the backend's own analysis."""
+    ...
+
+  def snippets(
+      self, doc_ids: Sequence[str], query: SnippetQuery
+  ) -> list[str | None]:
+    """Per doc_id its snippet, or None where the caller must cut it."""
     ...

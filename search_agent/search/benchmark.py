@@ -141,6 +141,46 @@ def snippet_cost(
   }
 
 
+def backend_snippet_cost(engine, queries: Sequence[str], k: int) -> dict:
+  """CPU-ms per query of the snippets of its top `k` hits cut by the
+  engine's backend (`SnippetBackend.snippets`: the Lucene backend's Java,
+  which keeps no document cache) against `snippets.make_snippet` without a
+  cache, on the same hits, alone; and how many snippets the backend left
+  to Python."""
+  work = []
+  for text in queries:
+    q = engine.parse(text)
+    idf = engine.query_idf(q)
+    query = snippets.snippet_query(
+        q.terms, q.phrases, engine.analyzer, idf, engine.config.snippet
+    )
+    ids = [h.doc_id for h in engine.search([text], k)[0]]
+    texts = [d.text for d in engine.get_documents(ids)]
+    work.append((q, idf, query, ids, texts))
+  backend, analyzer = engine.backend, engine.analyzer
+  declined = 0
+  cpu = time.process_time()
+  for _, _, query, ids, _ in work:
+    if query is not None:
+      declined += backend.snippets(ids, query).count(None)
+  java = (time.process_time() - cpu) * 1000 / max(1, len(work))
+  cpu = time.process_time()
+  for q, idf, _, _, texts in work:
+    for t in texts:
+      snippets.make_snippet(
+          t, q.terms, q.phrases, analyzer, idf, engine.config.snippet, None
+      )
+  python = (time.process_time() - cpu) * 1000 / max(1, len(work))
+  return {
+      'queries': len(work),
+      'backend_cpu_ms_per_query': round(java, 3),
+      'python_cpu_ms_per_query': round(python, 3),
+      'python_vs_backend': round(python / max(java, 1e-9), 2),
+      'left_to_python': declined,
+      'unsupported_queries': sum(w[2] is None for w in work),
+  }
+
+
 def ratios(latency: Sequence[dict]) -> dict[str, dict[str, float]]:
   """Per concurrency, QPS and p50 of the pipeline against the others.
 

@@ -17,6 +17,7 @@ from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import FusingBackend
 from search_agent.search.backend import SearchBackend
+from search_agent.search.backend import SnippetBackend
 from search_agent.search.guard import LeakageGuard
 from search_agent.search.parser import ParsedQuery
 
@@ -196,8 +197,7 @@ class SearchEngine:
       hits = self._guarded_top_k(ranked, k, docs)
       if self.reranker is not None:
         hits = self.reranker(q, hits)[:k]
-      idf = self.query_idf(q)
-      out.append([self._with_snippet(q, h, docs[h.doc_id], idf) for h in hits])
+      out.append(self._with_snippets(q, hits, docs))
     return out
 
   def query_idf(self, q: ParsedQuery) -> snippets.IdfFn | None:
@@ -239,11 +239,34 @@ class SearchEngine:
       start += len(chunk)
     return hits
 
-  def _with_snippet(self, q, hit: Hit, doc: Document, idf) -> Hit:
-    snippet = snippets.make_snippet(
-        doc.text, q.terms, q.phrases, self.analyzer, idf, self.config.snippet
-    )
-    return dataclasses.replace(hit, snippet=snippet)
+  def _with_snippets(self, q, hits: list[Hit], docs) -> list[Hit]:
+    """The hits with their snippets: cut by the backend where it can
+    (`SnippetBackend`, with this engine's analyzer), the rest here."""
+    idf = self.query_idf(q)
+    cut: list[str | None] = [None] * len(hits)
+    backend = self.backend
+    if (
+        hits
+        and isinstance(backend, SnippetBackend)
+        and backend.analyzer is self.analyzer
+    ):
+      query = snippets.snippet_query(
+          q.terms, q.phrases, self.analyzer, idf, self.config.snippet
+      )
+      if query is not None:
+        cut = backend.snippets([h.doc_id for h in hits], query)
+    return [
+        dataclasses.replace(
+            h,
+            snippet=c
+            if c is not None
+            else snippets.make_snippet(
+                docs[h.doc_id].text, q.terms, q.phrases, self.analyzer, idf,
+                self.config.snippet,
+            ),  # fmt: skip
+        )
+        for h, c in zip(hits, cut)
+    ]
 
   def get_documents(self, doc_ids: Sequence[str]) -> list[Document | None]:
     return self.backend.get_documents(doc_ids)

@@ -33,6 +33,10 @@ from search_agent.search.engine import EngineConfig
 from search_agent.search.engine import SearchEngine
 from search_agent.search.guard import LeakageGuard
 from search_agent.search.parser import ParsedQuery
+from search_agent.search.snippets import SnippetQuery
+
+# A document whose snippet Java cuts once it knows more words' terms.
+_UNANALYZED = object()
 
 # BM25 k1, b per view: Lucene's and tantivy's defaults.
 DEFAULT_BM25 = {v: (1.2, 0.75) for v in VIEWS}
@@ -48,6 +52,7 @@ class LuceneBackend:
       *,
       parallel_views: bool = True,
       bm25: Mapping[str, tuple[float, float]] = DEFAULT_BM25,
+      java_snippets: bool = True,
   ):
     """Opens the index.
 
@@ -57,6 +62,8 @@ class LuceneBackend:
       parallel_views: Search a single query's passage view concurrently
         with its doc and title views.
       bm25: `{view: (k1, b)}` for every view.
+      java_snippets: Cut snippets in Java (`snippets`); False: every
+        snippet is left to the engine's Python `make_snippet`.
 
     Raises:
       BackendError: if the directory holds no readable index;
@@ -85,6 +92,7 @@ class LuceneBackend:
         max_workers=max(1, threads), thread_name_prefix='lucene'
     )
     self._strings = jpype.JArray(jpype.JString)
+    self._java_snippets = java_snippets
 
   def _args(self, q: ParsedQuery):
     return ' '.join(q.scoring_words()), self._strings(q.phrases), q.site
@@ -189,6 +197,61 @@ class LuceneBackend:
         for t, df in zip(terms, dfs.tolist())
     }
 
+  def snippets(
+      self, doc_ids: Sequence[str], query: SnippetQuery
+  ) -> list[str | None]:
+    """Per doc_id `snippets.make_snippet`'s snippet of its text, cut in
+    Java (`Snippets.java`; no text crosses the bridge); None where Java
+    declines (see there) or the id is unknown: the caller cuts those.
+
+    Java keeps this analyzer's term of every candidate word it has been
+    told (so terms are tantivy's stems, not Lucene's); a document with a
+    word it has not is returned with the new words, which are analyzed
+    here and sent with a second call for those documents.
+    """
+    if not self._java_snippets or not doc_ids:
+      return [None] * len(doc_ids)
+    out = self._java_snippets_call(list(doc_ids), query, [])
+    again = [i for i, s in enumerate(out) if s is _UNANALYZED]
+    if again:
+      words = out.pop()
+      retry = self._java_snippets_call([doc_ids[i] for i in again], query, words)
+      retry.pop()
+      for i, s in zip(again, retry):
+        out[i] = None if s is _UNANALYZED else s
+    else:
+      out.pop()
+    return out
+
+  def _java_snippets_call(self, ids, query: SnippetQuery, new_words):
+    """`Views.snippets`: per id its snippet, None or _UNANALYZED, then the
+    list of words Java asked for."""
+    terms = [self._analyzer.term(w) or '' for w in new_words]
+    c = query.config
+    flat = bytes(
+        memoryview(
+            self._call(
+                self._views.snippets, self._strings(ids),
+                '\n'.join(query.terms),
+                jpype.JArray(jpype.JDouble)(query.idf),
+                '\n'.join(query.prefixes), query.extra_cases,
+                '\n'.join(new_words), '\n'.join(terms),
+                c.window_words, c.max_words, float(c.k1), float(c.b),
+            )  # fmt: skip
+        )
+    )
+    head, _, body = flat.partition(b'\n')
+    out, at = [], 0
+    for size in map(int, head.split()):
+      if size < 0:
+        out.append(None if size == -1 else _UNANALYZED)
+        continue
+      out.append(body[at : at + size].decode('utf-8'))
+      at += size
+    rest = body[at:].decode('utf-8')
+    out.append(rest.split('\n') if rest else [])
+    return out
+
   @property
   def analyzer(self) -> QueryAnalyzer:
     """The query analyzer matching this index's analysis (snippets)."""
@@ -207,13 +270,14 @@ def lucene_engine(
     *,
     parallel_views: bool = True,
     bm25: Mapping[str, tuple[float, float]] | None = None,
+    java_snippets: bool = True,
 ) -> SearchEngine:
   """A SearchEngine over a Lucene views dir, with matching snippet analysis
   and corpus idf (`bm25`: `{view: (k1, b)}`, None = DEFAULT_BM25). The
   caller closes it."""
   backend = LuceneBackend(
       index_dir, threads=threads, parallel_views=parallel_views,
-      bm25=bm25 or DEFAULT_BM25,
+      bm25=bm25 or DEFAULT_BM25, java_snippets=java_snippets,
   )  # fmt: skip
   return SearchEngine(
       backend, config, guard, analyzer=backend.analyzer, idf=backend.term_idf

@@ -559,6 +559,55 @@ def _candidates(scorer, sentences, first: int, last: int, budget: int):
     yield s, e
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SnippetQuery:
+  """What a snippet cutter outside this module needs of one query to cut
+  `make_snippet`'s snippets (the Lucene backend's, in Java:
+  index/lucene_views/.../Snippets.java), computed once per query.
+
+  Attributes:
+    terms: The query's index terms, sorted: the BM25 sum's order.
+    idf: Each term's corpus idf (0.0 where the idf has none).
+    prefixes: What a candidate word starts with (`_prefixes`).
+    extra_cases: re.I's extra case equivalents of the prefixes'
+      characters: a lowercased text holding one must be cut here.
+    config: Window and excerpt sizes, BM25 k1 and b.
+  """
+
+  terms: tuple[str, ...]
+  idf: tuple[float, ...]
+  prefixes: tuple[str, ...]
+  extra_cases: str
+  config: SnippetConfig
+
+
+def snippet_query(
+    terms: Sequence[str],
+    phrases: Sequence[str],
+    analyzer: QueryAnalyzer,
+    idf: IdfFn | None,
+    config: SnippetConfig = SnippetConfig(),
+) -> SnippetQuery | None:
+  """A query's `SnippetQuery`, or None where only `make_snippet` cuts its
+  snippets: quoted phrases, document-local idf (no `idf`), or a prefix that
+  is not lowercase letters/digits (then the text is matched with re.I)."""
+  if phrases or idf is None:
+    return None
+  query_terms = _query_terms(analyzer, tuple(terms), ())
+  prefixes = _prefixes(query_terms)
+  extra = _extra_cases(prefixes)
+  if extra is None:
+    return None
+  weights = dict(idf(list(query_terms)))
+  return SnippetQuery(
+      terms=query_terms,
+      idf=tuple(weights.get(t, 0.0) for t in query_terms),
+      prefixes=prefixes,
+      extra_cases=''.join(extra),
+      config=config,
+  )
+
+
 def make_snippet(
     text: str,
     terms: Sequence[str],

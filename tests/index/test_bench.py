@@ -59,6 +59,11 @@ def test_bench_lucene_backend_pulse(tmp_path, repo_root):
   assert result['build_lucene_backend']['counts']['doc'] == 300
   names = {r['name'] for r in result['latency']}
   assert 'lucene backend: 3 views + RRF + snippets' in names
+  assert 'lucene backend: 3 views + RRF + Python snippets' in names
+  cost = result['lucene_snippets']
+  assert cost['queries'] == 8 and cost['unsupported_queries'] == 0
+  assert cost['backend_cpu_ms_per_query'] > 0
+  assert cost['python_cpu_ms_per_query'] > 0
 
 
 def test_measure_latency_counts_every_query():

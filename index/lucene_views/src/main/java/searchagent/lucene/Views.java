@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -65,6 +66,7 @@ public final class Views implements AutoCloseable {
   private final String[] docIds;
   private final DocStore store;
   private final Analyzer analyzer;
+  private final Snippets snippets = new Snippets(500_000);
   private final ExecutorService viewPool;
   private final int cores = Math.max(2, Runtime.getRuntime().availableProcessors());
   private final AtomicInteger inFlight = new AtomicInteger();
@@ -391,6 +393,59 @@ public final class Views implements AutoCloseable {
       }
     }
     return -1;
+  }
+
+  /**
+   * Query-focused snippets of documents by doc_id, cut as search_agent/search/snippets.py's
+   * make_snippet cuts them (see {@link Snippets}), as one UTF-8 byte array: an ASCII header line
+   * with one number per id (the snippet's length in bytes; -1 where the caller must cut it itself:
+   * an unknown id or a case {@link Snippets} declines; -2 where a candidate word was never
+   * analyzed), then the snippets back to back, then the unanalyzed words, one per line: the caller
+   * analyzes them and asks again for the -2 documents, passing them as {@code newWords} and their
+   * terms as {@code newTerms} (one per line, "" for none).
+   *
+   * @param terms the query's index terms in the BM25 sum's order, one per line
+   * @param idf each term's corpus idf
+   * @param prefixes what a candidate word starts with, one per line
+   * @param extraCases characters whose presence in a lowercased text declines it
+   */
+  public byte[] snippets(
+      String[] ids, String terms, double[] idf, String prefixes, String extraCases,
+      String newWords, String newTerms, int windowWords, int maxWords, double k1, double b)
+      throws IOException {
+    if (!newWords.isEmpty()) {
+      snippets.learn(newWords.split("\n", -1), newTerms.split("\n", -1));
+    }
+    Snippets.Query q = new Snippets.Query(
+        lines(terms), idf, lines(prefixes), extraCases, windowWords, maxWords, k1, b);
+    StringBuilder head = new StringBuilder();
+    java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 12);
+    Set<String> unknown = new LinkedHashSet<>();
+    for (String id : ids) {
+      int found = lookup(id);
+      String snippet =
+          found < 0 ? null : snippets.snippet(store.text(docOrd[found]), q, unknown);
+      if (snippet == null || snippet == Snippets.UNANALYZED) {
+        head.append(snippet == null ? "-1 " : "-2 ");
+        continue;
+      }
+      byte[] bytes = snippet.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      head.append(bytes.length).append(' ');
+      body.write(bytes, 0, bytes.length);
+    }
+    if (!unknown.isEmpty()) {
+      byte[] words = String.join("\n", unknown).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      body.write(words, 0, words.length);
+    }
+    byte[] h = head.append('\n').toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    byte[] out = new byte[h.length + body.size()];
+    System.arraycopy(h, 0, out, 0, h.length);
+    System.arraycopy(body.toByteArray(), 0, out, h.length, body.size());
+    return out;
+  }
+
+  private static String[] lines(String joined) {
+    return joined.isEmpty() ? new String[0] : joined.split("\n", -1);
   }
 
   /** Document frequency of index terms in the doc view's text field. */

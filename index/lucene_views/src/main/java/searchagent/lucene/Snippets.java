@@ -1,0 +1,600 @@
+package searchagent.lucene;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Query-focused snippets as search_agent/search/snippets.py's {@code make_snippet} cuts them, for
+ * the documents of the Lucene backend: the same windows, excerpts and scores in the same
+ * floating-point order, so the output is the same string. It covers the common case and declines
+ * (returns null, the caller cuts the snippet in Python) where matching the Python code exactly
+ * would need its regex engine: quoted phrases, characters outside the BMP, texts whose lowercase
+ * copy is not character for character (the Python code then matches with re.I) and query prefixes
+ * re.I would match through an extra case equivalent. Candidate words are analyzed by the caller
+ * (the Python analyzer, so a word's term is tantivy's stem, not Lucene's Snowball revision's) and
+ * kept ({@link #learn}): a document with a word not seen before is returned with its new words,
+ * analyzed, learned and cut again. Corpus idf only. Thread-safe.
+ */
+final class Snippets {
+  /** Marks a word that ends a line (snippets.py's _LINE_END). */
+  static final char LINE_END = '\ue000';
+
+  private static final Set<String> ABBREVIATIONS =
+      Set.of(
+          ("al approx b c ca capt cf co col corp d dr ed eds est fig fl ft gen hon"
+                  + " ibid inc jr lit lt ltd mr mrs ms mt no op pp prof rev sgt sr st vol vs"
+                  + " jan feb mar apr jun jul aug sep sept oct nov dec")
+              .split(" "));
+
+  /** The caller's analysis of candidate words: word -> its index term ("" for none). */
+  private final ConcurrentHashMap<String, String> analyzed = new ConcurrentHashMap<>();
+  private final int maxWords;
+
+  /** @param maxWords how many analyzed words are kept (then new ones are asked for each time) */
+  Snippets(int maxWords) {
+    this.maxWords = maxWords;
+  }
+
+  /**
+   * Keeps the caller's analysis of words: {@code words[i]}'s index term is {@code terms[i]} (""
+   * where the analyzer drops the word).
+   */
+  void learn(String[] words, String[] terms) {
+    if (words.length != terms.length) {
+      throw new IllegalArgumentException(
+          "one term per word: " + words.length + " words, " + terms.length + " terms");
+    }
+    for (int i = 0; i < words.length; i++) {
+      if (analyzed.size() < maxWords || analyzed.containsKey(words[i])) {
+        analyzed.put(words[i], terms[i]);
+      }
+    }
+  }
+
+  /**
+   * One query's snippet settings and terms, the same for each of its documents: its index terms
+   * in the BM25 sum's order (snippets.py's _query_terms) with their corpus idf, the prefixes a
+   * candidate word starts with (_prefixes), re.I's extra case equivalents of their characters (a
+   * text holding one is declined), the window and excerpt sizes and BM25 k1, b.
+   */
+  static final class Query {
+    final Map<String, Integer> slot = new HashMap<>();
+    final double[] idf;
+    final String[] prefixes;
+    final String extraCases;
+    final int windowWords;
+    final int maxWords;
+    final double k1;
+    final double b;
+
+    Query(String[] terms, double[] idf, String[] prefixes, String extraCases, int windowWords,
+        int maxWords, double k1, double b) {
+      if (terms.length != idf.length) {
+        throw new IllegalArgumentException(
+            "one idf per term: " + terms.length + " terms, " + idf.length + " idf");
+      }
+      if (windowWords < 1 || maxWords < 1) {
+        throw new IllegalArgumentException("window and excerpt sizes must be >= 1");
+      }
+      for (int i = 0; i < terms.length; i++) {
+        if (terms[i].isEmpty()) {
+          throw new IllegalArgumentException("query term " + i + " is empty");
+        }
+        slot.putIfAbsent(terms[i], i);
+      }
+      this.idf = idf;
+      this.prefixes = prefixes;
+      this.extraCases = extraCases;
+      this.windowWords = windowWords;
+      this.maxWords = maxWords;
+      this.k1 = k1;
+      this.b = b;
+    }
+  }
+
+  /** Python's str.isspace (what str.split() splits on). */
+  static boolean isSpace(char c) {
+    return switch (c) {
+      case '\t', '\n', '\u000b', '\f', '\r', '\u001c', '\u001d', '\u001e', '\u001f', ' ',
+          '\u0085', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000' -> true;
+      default -> c >= '\u2000' && c <= '\u200a';
+    };
+  }
+
+  /** Python's str.isalnum of one BMP character (re's [^\W_]). */
+  static boolean isAlnum(char c) {
+    if (c < 128) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    }
+    return switch (Character.getType(c)) {
+      case Character.UPPERCASE_LETTER, Character.LOWERCASE_LETTER, Character.TITLECASE_LETTER,
+          Character.MODIFIER_LETTER, Character.OTHER_LETTER, Character.DECIMAL_DIGIT_NUMBER,
+          Character.LETTER_NUMBER, Character.OTHER_NUMBER -> true;
+      default -> false;
+    };
+  }
+
+  /** re's [^\W\d_]: alphanumeric but not a decimal digit. */
+  private static boolean isAlnumNotDigit(char c) {
+    return isAlnum(c) && Character.getType(c) != Character.DECIMAL_DIGIT_NUMBER;
+  }
+
+  /** A text's words (line ends marked) and their single-space join. */
+  private record Text(String[] words, String norm) {}
+
+  private static Text split(String text) {
+    if (text.indexOf('\n') >= 0) {
+      text = markLineEnds(text);
+    }
+    List<String> words = new ArrayList<>();
+    int n = text.length();
+    int i = 0;
+    while (i < n) {
+      while (i < n && isSpace(text.charAt(i))) {
+        i++;
+      }
+      int start = i;
+      while (i < n && !isSpace(text.charAt(i))) {
+        i++;
+      }
+      if (i > start) {
+        words.add(text.substring(start, i));
+      }
+    }
+    String[] w = words.toArray(new String[0]);
+    return new Text(w, String.join(" ", w));
+  }
+
+  /** snippets.py's _mark_line_ends. */
+  private static String markLineEnds(String text) {
+    String[] lines = text.split("\n", -1);
+    StringBuilder out = new StringBuilder(text.length() + 16);
+    for (int i = 0; i < lines.length; i++) {
+      String line = lines[i];
+      if (i < lines.length - 1) {
+        int end = line.length();
+        while (end > 0 && " \t\r\f\u000b".indexOf(line.charAt(end - 1)) >= 0) {
+          end--;
+        }
+        if (end > 0 && !isSpace(line.charAt(end - 1))) {
+          line = line.substring(0, end) + LINE_END;
+        }
+      }
+      if (i > 0) {
+        out.append('\n');
+      }
+      out.append(line);
+    }
+    return out.toString();
+  }
+
+  /** What {@link #snippet} returns for a document with a word not analyzed yet (by identity). */
+  static final String UNANALYZED = new String("(unanalyzed)");
+
+  /** Thrown for a document with a word not analyzed yet. */
+  private static final class Unanalyzed extends Declined {}
+
+  /** Thrown where the Python code would take a path this class does not copy. */
+  private static class Declined extends Exception {
+    Declined() {
+      super(null, null, false, false);
+    }
+  }
+
+  /**
+   * The snippet of {@code text}; null where the caller must cut it (see the class); {@link
+   * #UNANALYZED} where a candidate word has not been analyzed yet: such words are added to {@code
+   * unknown} (the caller analyzes them, {@link #learn}s them and asks again).
+   */
+  String snippet(String text, Query q, Set<String> unknown) {
+    try {
+      return cut(text, q, unknown);
+    } catch (Unanalyzed u) {
+      return UNANALYZED;
+    } catch (Declined d) {
+      return null;
+    }
+  }
+
+  private static Text check(String raw) throws Declined {
+    for (int i = 0; i < raw.length(); i++) {
+      if (Character.isSurrogate(raw.charAt(i))) {
+        throw new Declined();
+      }
+    }
+    return split(raw);
+  }
+
+  private String cut(String raw, Query q, Set<String> unknown) throws Declined {
+    Text text = check(raw);
+    String[] words = text.words;
+    if (words.length == 0) {
+      return "";
+    }
+    int[][] positions = positions(text, q, unknown);
+    int[] ends = sentenceEnds(text);
+    Scorer scorer = new Scorer(positions, q);
+    int budget = q.maxWords;
+    int[][] sentences = sentences(ends);
+    if (scorer.matches.length == 0) {
+      int[] span = candidate(scorer, sentences, 0, budget);
+      return join(words, span[0], span[1]);
+    }
+    int[] window = scorer.bestSpan(0, words.length, q.windowWords);
+    // ends are the sentences' last words; snippets.py bisects their ends (last + 1).
+    int first = bisectRight(ends, window[0] - 1, 0);
+    int last = bisectLeft(ends, window[1] - 1, 0);
+    int n = last - first + 1;
+    int[] los = new int[n];
+    int[] his = new int[n];
+    for (int i = 0; i < n; i++) {
+      int[] span = candidate(scorer, sentences, first + i, budget);
+      los[i] = span[0];
+      his[i] = span[1];
+    }
+    double[] scores = scorer.scores(los, q.windowWords, his);
+    int best = 0;
+    int bestLead = 0;
+    for (int i = 0; i < n; i++) {
+      int match = scorer.firstMatch(los[i], his[i]);
+      int lead = match >= 0 ? match - los[i] : budget;
+      if (i == 0) {
+        bestLead = lead;
+        continue;
+      }
+      // Keys (score, -lead, -lo), the first maximum kept.
+      int c = Double.compare(scores[i], scores[best]);
+      if (c > 0 || (c == 0 && (lead < bestLead || (lead == bestLead && los[i] < los[best])))) {
+        best = i;
+        bestLead = lead;
+      }
+    }
+    return join(words, los[best], his[best]);
+  }
+
+  /**
+   * The lowercase copy of a text's words, or null when there are no query terms (nothing to find);
+   * declined where snippets.py would match with re.I (a Σ, a copy of another length, an extra case
+   * equivalent of the prefixes' characters).
+   */
+  private static String lowercase(Text text, int terms, String extraCases) throws Declined {
+    if (terms == 0) {
+      return null;
+    }
+    String norm = text.norm;
+    if (norm.indexOf('\u03a3') >= 0) {
+      throw new Declined();
+    }
+    String low = norm.toLowerCase(Locale.ROOT);
+    if (low.length() != norm.length()) {
+      throw new Declined();
+    }
+    for (int i = 0; i < extraCases.length(); i++) {
+      if (low.indexOf(extraCases.charAt(i)) >= 0) {
+        throw new Declined();
+      }
+    }
+    return low;
+  }
+
+  private interface Found {
+    void accept(String run, int word) throws Declined;
+  }
+
+  /** Each candidate word (run) of {@code low} with its word index, in text order. */
+  private static void scan(String low, String[] prefixes, Found found) throws Declined {
+    if (low == null) {
+      return;
+    }
+    int n = low.length();
+    int word = 0;
+    int i = 0;
+    while (i < n) {
+      char c = low.charAt(i);
+      if (c == ' ') {
+        word++;
+        i++;
+        continue;
+      }
+      if (!isAlnum(c)) {
+        i++;
+        continue;
+      }
+      int start = i;
+      while (i < n && isAlnum(low.charAt(i))) {
+        i++;
+      }
+      if (startsWithAny(low, start, prefixes)) {
+        found.accept(low.substring(start, i), word);
+      }
+    }
+  }
+
+  /** Word indexes of each query term, ascending (snippets.py's lowercase path of _analyze). */
+  private int[][] positions(Text text, Query q, Set<String> unknown) throws Declined {
+    int terms = q.idf.length;
+    int[][] found = new int[terms][];
+    int[] sizes = new int[terms];
+    boolean[] missing = {false};
+    scan(lowercase(text, terms, q.extraCases), q.prefixes, (run, word) -> {
+      String term = analyzed.get(run);
+      if (term == null) {
+        unknown.add(run);
+        missing[0] = true;
+        return;
+      }
+      Integer slot = q.slot.get(term);
+      if (slot == null) {
+        return;
+      }
+      int t = slot;
+      if (found[t] == null) {
+        found[t] = new int[4];
+      } else if (sizes[t] == found[t].length) {
+        found[t] = Arrays.copyOf(found[t], 2 * sizes[t]);
+      }
+      found[t][sizes[t]++] = word;
+    });
+    if (missing[0]) {
+      throw new Unanalyzed();
+    }
+    int[][] out = new int[terms][];
+    for (int t = 0; t < terms; t++) {
+      out[t] = found[t] == null ? new int[0] : Arrays.copyOf(found[t], sizes[t]);
+    }
+    return out;
+  }
+
+  private static boolean startsWithAny(String s, int at, String[] prefixes) {
+    for (String p : prefixes) {
+      if (s.startsWith(p, at)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Word indexes that end a sentence, ascending, the last word always (_ends_in, whole text). */
+  private static int[] sentenceEnds(Text text) {
+    String norm = text.norm;
+    int n = norm.length();
+    int last = text.words.length - 1;
+    int[] ends = new int[16];
+    int size = 0;
+    int word = 0;
+    for (int i = 0; i < n; i++) {
+      char c = norm.charAt(i);
+      if (c == ' ') {
+        word++;
+        continue;
+      }
+      boolean end;
+      if (c == LINE_END) {
+        end = true;
+      } else if (c == '.' || c == '!' || c == '?') {
+        int j = i + 1;
+        while (j < n && "\"')]".indexOf(norm.charAt(j)) >= 0) {
+          j++;
+        }
+        end = (j == n || norm.charAt(j) == ' ') && (c != '.' || periodEndsSentence(norm, i));
+      } else {
+        end = false;
+      }
+      if (end && (size == 0 || ends[size - 1] != word)) {
+        if (size == ends.length) {
+          ends = Arrays.copyOf(ends, 2 * size);
+        }
+        ends[size++] = word;
+      }
+    }
+    if (size == 0 || ends[size - 1] != last) {
+      ends = Arrays.copyOf(ends, size + 1);
+      ends[size++] = last;
+    }
+    return Arrays.copyOf(ends, size);
+  }
+
+  /** snippets.py's _period_ends_sentence. */
+  private static boolean periodEndsSentence(String norm, int start) {
+    int from = norm.lastIndexOf(' ', start - 1) + 1;
+    int at = from;
+    while (at <= start && "([\"'".indexOf(norm.charAt(at)) >= 0) {
+      at++;
+    }
+    String word = norm.substring(at, start + 1).toLowerCase(Locale.ROOT);
+    if (initialOrDotted(word)) {
+      return false;
+    }
+    return !ABBREVIATIONS.contains(word.substring(0, word.length() - 1));
+  }
+
+  /** Whether {@code word} fully matches [^\W\d_]\.|(?:[^\W\d_]+\.){2,}. */
+  private static boolean initialOrDotted(String word) {
+    int groups = 0;
+    int run = 0;
+    for (int i = 0; i < word.length(); i++) {
+      char c = word.charAt(i);
+      if (c == '.') {
+        if (run == 0) {
+          return false;
+        }
+        if (groups == 0 && run == 1 && i == word.length() - 1) {
+          return true;
+        }
+        groups++;
+        run = 0;
+      } else if (isAlnumNotDigit(c)) {
+        run++;
+      } else {
+        return false;
+      }
+    }
+    return run == 0 && groups >= 2;
+  }
+
+  /** [start, end) word spans of the sentences, from their last words. */
+  private static int[][] sentences(int[] ends) {
+    int[][] out = new int[ends.length][];
+    int start = 0;
+    for (int i = 0; i < ends.length; i++) {
+      out[i] = new int[] {start, ends[i] + 1};
+      start = ends[i] + 1;
+    }
+    return out;
+  }
+
+  /** snippets.py's _candidates for one sentence i. */
+  private static int[] candidate(Scorer scorer, int[][] sentences, int i, int budget) {
+    int s = sentences[i][0];
+    int e = sentences[i][1];
+    if (e - s > budget) {
+      return scorer.bestSpan(s, e, budget);
+    }
+    int j = i;
+    while (j + 1 < sentences.length && sentences[j + 1][1] - s <= budget) {
+      j++;
+      e = sentences[j][1];
+    }
+    int h = i;
+    while (h > 0 && e - sentences[h - 1][0] <= budget) {
+      h--;
+      s = sentences[h][0];
+    }
+    return new int[] {s, e};
+  }
+
+  private static String join(String[] words, int lo, int hi) {
+    StringBuilder out = new StringBuilder();
+    for (int i = lo; i < hi; i++) {
+      if (i > lo) {
+        out.append(' ');
+      }
+      String w = words[i];
+      if (w.indexOf(LINE_END) >= 0) {
+        w = w.replace(String.valueOf(LINE_END), "");
+      }
+      out.append(w);
+    }
+    return out.toString();
+  }
+
+  static int bisectLeft(int[] a, int x, int lo) {
+    int hi = a.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (a[mid] < x) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
+  static int bisectRight(int[] a, int x, int lo) {
+    int hi = a.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (x < a[mid]) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo;
+  }
+
+  /** snippets.py's _Scorer without phrases: BM25 of word spans from match positions. */
+  private static final class Scorer {
+    final int[] matches;
+    final double[] idf;
+    final int[][] positions;
+    final Query q;
+
+    Scorer(int[][] byTerm, Query q) {
+      this.q = q;
+      int count = 0;
+      int total = 0;
+      for (int[] ps : byTerm) {
+        if (ps != null && ps.length > 0) {
+          count++;
+          total += ps.length;
+        }
+      }
+      idf = new double[count];
+      positions = new int[count][];
+      int[] all = new int[total];
+      int k = 0;
+      int at = 0;
+      for (int t = 0; t < byTerm.length; t++) {
+        int[] ps = byTerm[t];
+        if (ps != null && ps.length > 0) {
+          idf[k] = q.idf[t];
+          positions[k++] = ps;
+          System.arraycopy(ps, 0, all, at, ps.length);
+          at += ps.length;
+        }
+      }
+      matches = Arrays.stream(all).sorted().distinct().toArray();
+    }
+
+    int firstMatch(int lo, int hi) {
+      int i = bisectLeft(matches, lo, 0);
+      return i < matches.length && matches[i] < hi ? matches[i] : -1;
+    }
+
+    /** BM25 of [starts[i], ends[i]) each; normalized against {@code width}. */
+    double[] scores(int[] starts, int width, int[] ends) {
+      double norm = q.k1 * (1 - q.b + q.b * width / q.windowWords);
+      double k1Plus1 = q.k1 + 1;
+      double[] out = new double[starts.length];
+      for (int i = 0; i < starts.length; i++) {
+        double bm25 = 0.0;
+        for (int t = 0; t < positions.length; t++) {
+          int[] ps = positions[t];
+          int tf = bisectLeft(ps, ends[i], 0) - bisectLeft(ps, starts[i], 0);
+          if (tf != 0) {
+            bm25 = bm25 + idf[t] * tf * k1Plus1 / (tf + norm);
+          }
+        }
+        out[i] = bm25;
+      }
+      return out;
+    }
+
+    /** The best {@code width}-word span inside [lo, hi), earliest on ties. */
+    int[] bestSpan(int lo, int hi, int width) {
+      if (hi - lo <= width) {
+        return new int[] {lo, hi};
+      }
+      int[] starts = new int[1 + 2 * matches.length];
+      int n = 0;
+      starts[n++] = lo;
+      for (int p : matches) {
+        if (lo <= p && p < hi) {
+          starts[n++] = Math.min(p, hi - width);
+          starts[n++] = Math.max(lo, p - width + 1);
+        }
+      }
+      starts = Arrays.stream(starts, 0, n).sorted().distinct().toArray();
+      int[] ends = new int[starts.length];
+      for (int i = 0; i < starts.length; i++) {
+        ends[i] = starts[i] + width;
+      }
+      double[] scores = scores(starts, width, ends);
+      int best = 0;
+      for (int i = 1; i < scores.length; i++) {
+        if (scores[i] > scores[best]) {
+          best = i;
+        }
+      }
+      return new int[] {starts[best], starts[best] + width};
+    }
+  }
+}
