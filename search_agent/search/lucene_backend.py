@@ -234,6 +234,7 @@ class LuceneBackend:
                 self._views.snippets, self._strings(ids),
                 '\n'.join(query.terms),
                 jpype.JArray(jpype.JDouble)(query.idf),
+                '\n'.join(map(' '.join, query.phrases)),
                 '\n'.join(query.prefixes), query.extra_cases,
                 '\n'.join(new_words), '\n'.join(terms),
                 c.window_words, c.max_words, float(c.k1), float(c.b),

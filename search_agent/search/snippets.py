@@ -568,14 +568,18 @@ class SnippetQuery:
   Attributes:
     terms: The query's index terms, sorted: the BM25 sum's order.
     idf: Each term's corpus idf (0.0 where the idf has none).
+    phrases: Each quoted phrase's tokens (`analysis.raw_tokens`), those
+      without tokens left out.
     prefixes: What a candidate word starts with (`_prefixes`).
-    extra_cases: re.I's extra case equivalents of the prefixes'
-      characters: a lowercased text holding one must be cut here.
+    extra_cases: re.I's extra case equivalents of the prefixes' and the
+      phrase tokens' characters: a lowercased text holding one must be
+      cut here.
     config: Window and excerpt sizes, BM25 k1 and b.
   """
 
   terms: tuple[str, ...]
   idf: tuple[float, ...]
+  phrases: tuple[tuple[str, ...], ...]
   prefixes: tuple[str, ...]
   extra_cases: str
   config: SnippetConfig
@@ -589,21 +593,26 @@ def snippet_query(
     config: SnippetConfig = SnippetConfig(),
 ) -> SnippetQuery | None:
   """A query's `SnippetQuery`, or None where only `make_snippet` cuts its
-  snippets: quoted phrases, document-local idf (no `idf`), or a prefix that
+  snippets: document-local idf (no `idf`), or a prefix or phrase token that
   is not lowercase letters/digits (then the text is matched with re.I)."""
-  if phrases or idf is None:
+  if idf is None:
     return None
-  query_terms = _query_terms(analyzer, tuple(terms), ())
+  query_terms = _query_terms(analyzer, tuple(terms), tuple(phrases))
   prefixes = _prefixes(query_terms)
-  extra = _extra_cases(prefixes)
-  if extra is None:
-    return None
+  tokens = tuple(t for t in map(tuple, map(analysis.raw_tokens, phrases)) if t)
+  extra = set()
+  for group in (prefixes, *tokens):
+    chars = _extra_cases(group)
+    if chars is None:
+      return None
+    extra.update(chars)
   weights = dict(idf(list(query_terms)))
   return SnippetQuery(
       terms=query_terms,
       idf=tuple(weights.get(t, 0.0) for t in query_terms),
+      phrases=tokens,
       prefixes=prefixes,
-      extra_cases=''.join(extra),
+      extra_cases=''.join(sorted(extra)),
       config=config,
   )
 

@@ -51,6 +51,9 @@ HANDMADE_QUERIES = [
     'film director Paris', 'director', 'smith film', 'paris louis', 'film',
     'studied director', 'istanbul straße film', 'sofia odysseus',
     'directed films', 'ending series', 'nothing matches zzzz',
+    '"film director"', 'film "in Paris"', '"the film" director',
+    '"U.S.A. in 1950"', '"drama.) won"', '"film-director" won',
+    '"word3 filler" "director film"', '"sentence. Another"',
 ]
 
 
@@ -71,7 +74,8 @@ def engine(corpus, tmp_path_factory):
 
 def queries(corpus: list[Document], n: int, seed: int = 0) -> list[str]:
   """n queries: 1-5 words of a document's title and text, lowercase or as
-  written, deterministic."""
+  written, a third with a quoted phrase of 2-3 words in a row from the
+  text (punctuation between them kept), deterministic."""
   rng = random.Random(seed)
   out = []
   for _ in range(n):
@@ -79,7 +83,12 @@ def queries(corpus: list[Document], n: int, seed: int = 0) -> list[str]:
     words = _WORD.findall(d.title + ' ' + d.text) or ['film']
     picked = rng.sample(words, min(len(words), rng.randint(1, 5)))
     text = ' '.join(picked)
-    out.append(text.lower() if rng.random() < 0.5 else text)
+    text = text.lower() if rng.random() < 0.5 else text
+    row = d.text.split()
+    if rng.random() < 1 / 3 and len(row) > 3:
+      i = rng.randrange(len(row) - 3)
+      text += ' "' + ' '.join(row[i : i + rng.randint(2, 3)]).replace('"', '') + '"'
+    out.append(text)
   return out
 
 
@@ -117,7 +126,7 @@ def test_java_snippets_equal_make_snippet_on_2wiki(engine, corpus, config):
   same, declined, differ = compare(engine, queries(corpus[:2000], 300), config)
   print(f'{same} identical, {declined} declined, {len(differ)} differ')
   assert not differ, differ[:3]
-  assert same >= 2500
+  assert same >= 2000
   assert declined <= 0.02 * (same + declined)
 
 
@@ -152,7 +161,7 @@ def test_the_engine_uses_java_snippets_and_python_where_declined(
     engine, corpus
 ):
   """The engine's hits equal those of the same backend with every snippet
-  cut in Python, phrases (always Python) included."""
+  cut in Python, phrases included."""
   texts = queries(corpus[:2000], 60, seed=1) + [
       '"film director" Paris', 'film director Paris', 'Σοφία film',
   ]
@@ -177,8 +186,12 @@ def test_unknown_ids_are_left_to_the_caller(engine):
 def test_snippet_query_is_none_where_only_python_cuts(engine):
   a = engine.analyzer
   idf = engine.query_idf(parse_query('film'))
-  assert snippets.snippet_query(['film'], ['film director'], a, idf) is None
   assert snippets.snippet_query(['film'], [], a, None) is None
+  # A phrase's characters count too: s and i (re.I: ſ, ı).
+  assert snippets.snippet_query([], ['Sis'], a, idf).extra_cases == 'ıſ'
+  q = snippets.snippet_query(['film'], ['Film Director', '...'], a, idf)
+  assert q.phrases == (('film', 'director'),)
+  assert q.terms == ('director', 'film')
   q = snippets.snippet_query(['Films', 'directors', 'in'], [], a, idf)
   assert q.terms == ('director', 'film') and q.prefixes == ('directo', 'fil')
   assert q.extra_cases == '\u0131'  # re.I: i also matches a dotless ı

@@ -14,9 +14,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * the documents of the Lucene backend: the same windows, excerpts and scores in the same
  * floating-point order, so the output is the same string. It covers the common case and declines
  * (returns null, the caller cuts the snippet in Python) where matching the Python code exactly
- * would need its regex engine: quoted phrases, characters outside the BMP, texts whose lowercase
+ * would need its regex engine: characters outside the BMP, texts whose lowercase
  * copy is not character for character (the Python code then matches with re.I) and query prefixes
- * re.I would match through an extra case equivalent. Candidate words are analyzed by the caller
+ * and phrase tokens re.I would match through an extra case equivalent. Quoted phrases count first,
+ * as there. Candidate words are analyzed by the caller
  * (the Python analyzer, so a word's term is tantivy's stem, not Lucene's Snowball revision's) and
  * kept ({@link #learn}): a document with a word not seen before is returned with its new words,
  * analyzed, learned and cut again. Corpus idf only. Thread-safe.
@@ -59,13 +60,15 @@ final class Snippets {
 
   /**
    * One query's snippet settings and terms, the same for each of its documents: its index terms
-   * in the BM25 sum's order (snippets.py's _query_terms) with their corpus idf, the prefixes a
+   * in the BM25 sum's order (snippets.py's _query_terms) with their corpus idf, its quoted
+   * phrases as lowercase letter/digit tokens (analysis.raw_tokens), the prefixes a
    * candidate word starts with (_prefixes), re.I's extra case equivalents of their characters (a
    * text holding one is declined), the window and excerpt sizes and BM25 k1, b.
    */
   static final class Query {
     final Map<String, Integer> slot = new HashMap<>();
     final double[] idf;
+    final String[][] phrases;
     final String[] prefixes;
     final String extraCases;
     final int windowWords;
@@ -73,8 +76,8 @@ final class Snippets {
     final double k1;
     final double b;
 
-    Query(String[] terms, double[] idf, String[] prefixes, String extraCases, int windowWords,
-        int maxWords, double k1, double b) {
+    Query(String[] terms, double[] idf, String[][] phrases, String[] prefixes, String extraCases,
+        int windowWords, int maxWords, double k1, double b) {
       if (terms.length != idf.length) {
         throw new IllegalArgumentException(
             "one idf per term: " + terms.length + " terms, " + idf.length + " idf");
@@ -88,7 +91,13 @@ final class Snippets {
         }
         slot.putIfAbsent(terms[i], i);
       }
+      for (String[] phrase : phrases) {
+        if (phrase.length == 0) {
+          throw new IllegalArgumentException("a phrase without tokens");
+        }
+      }
       this.idf = idf;
+      this.phrases = phrases;
       this.prefixes = prefixes;
       this.extraCases = extraCases;
       this.windowWords = windowWords;
@@ -217,9 +226,11 @@ final class Snippets {
     if (words.length == 0) {
       return "";
     }
-    int[][] positions = positions(text, q, unknown);
+    String low = lowercase(text, q.idf.length + q.phrases.length, q.extraCases);
+    int[][] positions = positions(low, q, unknown);
+    int[][] spans = phraseSpans(low, q.phrases);
     int[] ends = sentenceEnds(text);
-    Scorer scorer = new Scorer(positions, q);
+    Scorer scorer = new Scorer(positions, spans, q);
     int budget = q.maxWords;
     int[][] sentences = sentences(ends);
     if (scorer.matches.length == 0) {
@@ -238,7 +249,7 @@ final class Snippets {
       los[i] = span[0];
       his[i] = span[1];
     }
-    double[] scores = scorer.scores(los, q.windowWords, his);
+    Scored scores = scorer.scores(los, q.windowWords, his);
     int best = 0;
     int bestLead = 0;
     for (int i = 0; i < n; i++) {
@@ -248,23 +259,33 @@ final class Snippets {
         bestLead = lead;
         continue;
       }
-      // Keys (score, -lead, -lo), the first maximum kept.
-      int c = Double.compare(scores[i], scores[best]);
+      // Keys (phrases, BM25, -lead, -lo), the first maximum kept.
+      int c = scores.compare(i, best);
       if (c > 0 || (c == 0 && (lead < bestLead || (lead == bestLead && los[i] < los[best])))) {
         best = i;
         bestLead = lead;
       }
     }
-    return join(words, los[best], his[best]);
+    int lo = los[best];
+    int hi = his[best];
+    // Phrases first: a phrase no run of whole sentences within budget holds is kept by cutting.
+    if (spans.length > 0) {
+      int[] cut = scorer.bestSpan(window[0], window[1], budget);
+      if (scorer.phrasesIn(cut[0], cut[1]) > scorer.phrasesIn(lo, hi)) {
+        lo = cut[0];
+        hi = cut[1];
+      }
+    }
+    return join(words, lo, hi);
   }
 
   /**
-   * The lowercase copy of a text's words, or null when there are no query terms (nothing to find);
-   * declined where snippets.py would match with re.I (a Σ, a copy of another length, an extra case
-   * equivalent of the prefixes' characters).
+   * The lowercase copy of a text's words, or null when the query has no terms and no phrases
+   * (nothing to find); declined where snippets.py would match with re.I (a Σ, a copy of another
+   * length, an extra case equivalent of the prefixes' or phrases' characters).
    */
-  private static String lowercase(Text text, int terms, String extraCases) throws Declined {
-    if (terms == 0) {
+  private static String lowercase(Text text, int wanted, String extraCases) throws Declined {
+    if (wanted == 0) {
       return null;
     }
     String norm = text.norm;
@@ -317,12 +338,12 @@ final class Snippets {
   }
 
   /** Word indexes of each query term, ascending (snippets.py's lowercase path of _analyze). */
-  private int[][] positions(Text text, Query q, Set<String> unknown) throws Declined {
+  private int[][] positions(String low, Query q, Set<String> unknown) throws Declined {
     int terms = q.idf.length;
     int[][] found = new int[terms][];
     int[] sizes = new int[terms];
     boolean[] missing = {false};
-    scan(lowercase(text, terms, q.extraCases), q.prefixes, (run, word) -> {
+    scan(terms == 0 ? null : low, q.prefixes, (run, word) -> {
       String term = analyzed.get(run);
       if (term == null) {
         unknown.add(run);
@@ -349,6 +370,65 @@ final class Snippets {
       out[t] = found[t] == null ? new int[0] : Arrays.copyOf(found[t], sizes[t]);
     }
     return out;
+  }
+
+  /**
+   * (first, last) word of each occurrence of each phrase, sorted: its tokens in order, separated
+   * by non-alphanumeric characters, not inside a longer run (snippets.py's _lower_bounded on the
+   * lowercase copy; non-overlapping per phrase, as re.finditer).
+   */
+  private static int[][] phraseSpans(String low, String[][] phrases) {
+    if (phrases.length == 0) {
+      return new int[0][];
+    }
+    List<int[]> out = new ArrayList<>();
+    for (String[] toks : phrases) {
+      int from = 0;
+      while (true) {
+        int start = low.indexOf(toks[0], from);
+        if (start < 0) {
+          break;
+        }
+        int end = matchAt(low, start, toks);
+        if (end < 0) {
+          from = start + 1;
+          continue;
+        }
+        out.add(new int[] {wordAt(low, start), wordAt(low, end - 1)});
+        from = end;
+      }
+    }
+    out.sort((a, b) -> a[0] != b[0] ? Integer.compare(a[0], b[0]) : Integer.compare(a[1], b[1]));
+    return out.toArray(new int[0][]);
+  }
+
+  /** One past the phrase's last character when it matches at {@code start}, else -1. */
+  private static int matchAt(String low, int start, String[] toks) {
+    int n = low.length();
+    if (start > 0 && isAlnum(low.charAt(start - 1))) {
+      return -1;
+    }
+    int j = start + toks[0].length();
+    for (int t = 1; t < toks.length; t++) {
+      int sep = j;
+      while (j < n && !isAlnum(low.charAt(j))) {
+        j++;
+      }
+      if (j == sep || !low.startsWith(toks[t], j)) {
+        return -1;
+      }
+      j += toks[t].length();
+    }
+    return j < n && isAlnum(low.charAt(j)) ? -1 : j;
+  }
+
+  /** The word index of character {@code at} (spaces before it). */
+  private static int wordAt(String low, int at) {
+    int word = 0;
+    for (int i = low.indexOf(' '); i >= 0 && i < at; i = low.indexOf(' ', i + 1)) {
+      word++;
+    }
+    return word;
   }
 
   private static boolean startsWithAny(String s, int at, String[] prefixes) {
@@ -510,19 +590,29 @@ final class Snippets {
     return lo;
   }
 
-  /** snippets.py's _Scorer without phrases: BM25 of word spans from match positions. */
+  /** Scores of spans: phrases inside each, then BM25 (compared in that order). */
+  private record Scored(int[] phrases, double[] bm25) {
+    int compare(int i, int j) {
+      int c = Integer.compare(phrases[i], phrases[j]);
+      return c != 0 ? c : Double.compare(bm25[i], bm25[j]);
+    }
+  }
+
+  /** snippets.py's _Scorer: BM25 (+ phrase count) of word spans from match positions. */
   private static final class Scorer {
     final int[] matches;
     final double[] idf;
     final int[][] positions;
+    final int[][] spans;
     final Query q;
 
-    Scorer(int[][] byTerm, Query q) {
+    Scorer(int[][] byTerm, int[][] spans, Query q) {
       this.q = q;
+      this.spans = spans;
       int count = 0;
-      int total = 0;
+      int total = spans.length;
       for (int[] ps : byTerm) {
-        if (ps != null && ps.length > 0) {
+        if (ps.length > 0) {
           count++;
           total += ps.length;
         }
@@ -534,12 +624,15 @@ final class Snippets {
       int at = 0;
       for (int t = 0; t < byTerm.length; t++) {
         int[] ps = byTerm[t];
-        if (ps != null && ps.length > 0) {
+        if (ps.length > 0) {
           idf[k] = q.idf[t];
           positions[k++] = ps;
           System.arraycopy(ps, 0, all, at, ps.length);
           at += ps.length;
         }
+      }
+      for (int[] span : spans) {
+        all[at++] = span[0];
       }
       matches = Arrays.stream(all).sorted().distinct().toArray();
     }
@@ -549,23 +642,36 @@ final class Snippets {
       return i < matches.length && matches[i] < hi ? matches[i] : -1;
     }
 
-    /** BM25 of [starts[i], ends[i]) each; normalized against {@code width}. */
-    double[] scores(int[] starts, int width, int[] ends) {
+    /** Phrases wholly inside [start, end). */
+    int phrasesIn(int start, int end) {
+      int n = 0;
+      for (int[] span : spans) {
+        if (start <= span[0] && span[1] < end) {
+          n++;
+        }
+      }
+      return n;
+    }
+
+    /** Phrases and BM25 of [starts[i], ends[i]) each; BM25 normalized against {@code width}. */
+    Scored scores(int[] starts, int width, int[] ends) {
       double norm = q.k1 * (1 - q.b + q.b * width / q.windowWords);
       double k1Plus1 = q.k1 + 1;
-      double[] out = new double[starts.length];
+      double[] bm25 = new double[starts.length];
+      int[] phrases = new int[starts.length];
       for (int i = 0; i < starts.length; i++) {
-        double bm25 = 0.0;
+        double sum = 0.0;
         for (int t = 0; t < positions.length; t++) {
           int[] ps = positions[t];
           int tf = bisectLeft(ps, ends[i], 0) - bisectLeft(ps, starts[i], 0);
           if (tf != 0) {
-            bm25 = bm25 + idf[t] * tf * k1Plus1 / (tf + norm);
+            sum = sum + idf[t] * tf * k1Plus1 / (tf + norm);
           }
         }
-        out[i] = bm25;
+        bm25[i] = sum;
+        phrases[i] = spans.length == 0 ? 0 : phrasesIn(starts[i], ends[i]);
       }
-      return out;
+      return new Scored(phrases, bm25);
     }
 
     /** The best {@code width}-word span inside [lo, hi), earliest on ties. */
@@ -587,10 +693,10 @@ final class Snippets {
       for (int i = 0; i < starts.length; i++) {
         ends[i] = starts[i] + width;
       }
-      double[] scores = scores(starts, width, ends);
+      Scored scores = scores(starts, width, ends);
       int best = 0;
-      for (int i = 1; i < scores.length; i++) {
-        if (scores[i] > scores[best]) {
+      for (int i = 1; i < starts.length; i++) {
+        if (scores.compare(i, best) > 0) {
           best = i;
         }
       }

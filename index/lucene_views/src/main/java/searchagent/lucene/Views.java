@@ -406,18 +406,24 @@ public final class Views implements AutoCloseable {
    *
    * @param terms the query's index terms in the BM25 sum's order, one per line
    * @param idf each term's corpus idf
+   * @param phrases the quoted phrases' lowercase tokens, space separated, one phrase per line
    * @param prefixes what a candidate word starts with, one per line
    * @param extraCases characters whose presence in a lowercased text declines it
    */
   public byte[] snippets(
-      String[] ids, String terms, double[] idf, String prefixes, String extraCases,
-      String newWords, String newTerms, int windowWords, int maxWords, double k1, double b)
-      throws IOException {
+      String[] ids, String terms, double[] idf, String phrases, String prefixes,
+      String extraCases, String newWords, String newTerms, int windowWords, int maxWords,
+      double k1, double b) throws IOException {
     if (!newWords.isEmpty()) {
       snippets.learn(newWords.split("\n", -1), newTerms.split("\n", -1));
     }
+    String[] lines = lines(phrases);
+    String[][] tokens = new String[lines.length][];
+    for (int i = 0; i < lines.length; i++) {
+      tokens[i] = lines[i].split(" ");
+    }
     Snippets.Query q = new Snippets.Query(
-        lines(terms), idf, lines(prefixes), extraCases, windowWords, maxWords, k1, b);
+        lines(terms), idf, tokens, lines(prefixes), extraCases, windowWords, maxWords, k1, b);
     StringBuilder head = new StringBuilder();
     java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 12);
     Set<String> unknown = new LinkedHashSet<>();
