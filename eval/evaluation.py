@@ -8,18 +8,24 @@ would define twice).
 import asyncio
 
 from eval import harness
+from eval import served
 from eval import settings
 
 
 def run_config(c, workdir: str):
   """Builds the LLMs and the toolbox, runs the eval; returns the report."""
   config = settings.eval_config(c)
-  policy, policy_manifest = settings.llm(c.policy, c.sampler)
   judge, judge_manifest = settings.llm(c.judge)
   aux, _ = settings.llm(c.aux)
-  if policy is None:
-    raise settings.EvalSetupError('policy.kind cannot be none')
-  with settings.toolbox_factory(c.search, aux, workdir) as toolbox_factory:
+  with (
+      served.policy(c, workdir) as (c, server),
+      settings.toolbox_factory(c.search, aux, workdir) as toolbox_factory,
+  ):
+    policy, policy_manifest = settings.llm(c.policy, c.sampler)
+    if policy is None:
+      raise settings.EvalSetupError('policy.kind cannot be none')
+    if server is not None:
+      policy_manifest = {**policy_manifest, 'served': server}
     report = asyncio.run(
         harness.evaluate(
             config,

@@ -30,6 +30,7 @@ from eval import evaluation
 from eval import settings
 from search_agent.model import quiet_logs
 from search_agent.search import backend
+from search_agent.serving import local
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Eval config (tpu_configs/eval.py).', lock_config=True
@@ -54,6 +55,7 @@ def main(argv):
       settings.EvalSetupError,
       datasets.DatasetError,
       backend.BackendError,
+      local.LocalServerError,
   ) as e:
     raise SystemExit(f'eval.run: {e}') from e
   s = report['summary']

@@ -52,7 +52,7 @@ def eval_config(c: Any) -> harness.EvalConfig:
       top_p=a['top_p'],
       seed=a['seed'],
   )
-  if _dict(c.policy).get('kind') == 'sampler':
+  if _dict(c.policy).get('kind') in ('sampler', 'served'):
     _check_sampler_limits(agent.budgets, _dict(c.sampler))
   return harness.EvalConfig(
       dataset=datasets.DatasetConfig(**_dict(c.dataset)),
@@ -84,7 +84,7 @@ def _check_sampler_limits(b: budgets.Budgets, sampler: Mapping[str, Any]):
       or b.max_output_tokens > sampler['max_new_tokens']
   ):
     raise EvalSetupError(
-        f'policy.kind=sampler: agent.context_limit ({b.context_limit}) must'
+        f'policy.kind=sampler/served: agent.context_limit ({b.context_limit}) must'
         f' be <= sampler.max_prompt_len + sampler.max_new_tokens ({window})'
         f' and agent.max_output_tokens ({b.max_output_tokens}) <='
         f' sampler.max_new_tokens ({sampler["max_new_tokens"]}); lower the'

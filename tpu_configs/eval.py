@@ -61,11 +61,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       limit=0,  # 0 = every question
   )
   c.mode = 'single'  # 'single' or 'mas'
-  # The policy LLM (registry kinds: openai, scripted, sampler).
+  # The policy LLM (registry kinds: openai, scripted, sampler; and served).
   c.policy = dict(kind='openai', name='', openai=_openai(), script=())
   # policy.kind='sampler': the in-process model (eval/in_process.py); the
   # agent limits must fit it: agent.context_limit <= max_prompt_len +
   # max_new_tokens, agent.max_output_tokens <= max_new_tokens.
+  # policy.kind='served': the same model (this section's preset, dims,
+  # checkpoint, tokenizer, template, limits) served by a rollout server this
+  # run starts on its own host (search_agent/serving/local.py, `served`
+  # below) and called through its OpenAI endpoint; stopped at the end.
   c.sampler = dict(
       preset='tiny',  # search_agent/model/families.py
       # 'name=value' sizes overriding the preset's, as the checkpoint was
@@ -86,6 +90,16 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_new_tokens=1_024,
       policy_version=-1,  # -1: the checkpoint's step (0 without one)
       devices=0,  # 0 = all
+  )
+  # policy.kind='served': the server's base config, then 'key=value'
+  # overrides (after those the sampler section sets), the children's
+  # environment ('NAME=value'; one XLA:CPU device by default) and how long
+  # it may take to answer /health. Its log: <workdir>/server.log.
+  c.served = dict(
+      config='tpu_configs/serve.py:tiny',
+      overrides=(),
+      env=('XLA_FLAGS=--xla_force_host_platform_device_count=1',),
+      start_timeout_s=600.0,
   )
   # The judge: kind 'none' grades by exact match (rewards/answer_match).
   c.judge = dict(kind='openai', name='', openai=_openai(), script=())

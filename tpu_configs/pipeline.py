@@ -184,6 +184,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_prompt_len=1536,  # as RL's tiny sampler
       batch_size=16,
       temperature=0.0,
+      # How the evaluated checkpoint answers: 'served' (a rollout server the
+      # eval starts on this host, search_agent.serving, eval.run's
+      # policy.kind='served') or 'sampler' (the in-process sampler). The same
+      # greedy trajectories (100 of 100 on :tiny's held-out tasks); served
+      # took 115 s against 183 s in-process, 53 s once compiled (WORKSPACE.md,
+      # Benchmarks).
+      policy='served',
   )
   # RL (train.rl.run :tiny, issue 11) from the SFT checkpoint on the train
   # tasks, in the same environment (plan.py sets tasks, init, tokenizer,

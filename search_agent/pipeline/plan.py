@@ -355,15 +355,17 @@ def eval_stage(
     questions: int | None = None,
     path: str = '',
 ) -> Stage:
-  """eval.run on the `split` tasks (those at `path` when given) with the
-  in-process sampler."""
+  """eval.run on the `split` tasks (those at `path` when given), the
+  checkpoint served (`eval.policy`: a local rollout server) or in-process."""
   e = c.eval
+  if e.policy not in ('served', 'sampler'):
+    raise PlanError(f'eval.policy {e.policy!r}: use served or sampler')
   overrides: dict[str, Any] = {
       'dataset.name': split,
       'dataset.format': 'tasks',
       'dataset.path': path or f'{{tasks}}/tasks.{split}.jsonl',
       'dataset.limit': e.questions if questions is None else questions,
-      'policy.kind': 'sampler',
+      'policy.kind': e.policy,
       'policy.name': EVALS.get(name, name),
       'sampler.preset': 'tiny',
       'sampler.checkpoint_dir': checkpoint_dir,

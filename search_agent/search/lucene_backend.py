@@ -215,7 +215,9 @@ class LuceneBackend:
     again = [i for i, s in enumerate(out) if s is _UNANALYZED]
     if again:
       words = out.pop()
-      retry = self._java_snippets_call([doc_ids[i] for i in again], query, words)
+      retry = self._java_snippets_call(
+          [doc_ids[i] for i in again], query, words
+      )
       retry.pop()
       for i, s in zip(again, retry):
         out[i] = None if s is _UNANALYZED else s

@@ -122,3 +122,34 @@ def test_sampler_policy_needs_agent_limits_within_the_sampler(config_module):
     settings.eval_config(c)
   c.agent.max_output_tokens = 1_024
   assert settings.eval_config(c).agent.budgets.context_limit == 5_120
+
+
+def test_served_server_takes_the_sampler_sections_model_and_limits(
+    config_module,
+):
+  from eval import served  # pylint: disable=g-import-not-at-top
+
+  c = config_module.get_config('tiny')
+  c.policy.kind = 'served'
+  c.sampler.update(
+      dims=('base_num_decoder_layers=4',), checkpoint_dir='/run/sft',
+      tokenizer='/run/tokenizer', max_prompt_len=1000, max_new_tokens=64,
+  )  # fmt: skip
+  c.concurrency = 6
+  o = served.server_overrides(c)
+  assert o['model.checkpoint_dir'] == '/run/sft'
+  assert eval(o['model.dims']) == ('base_num_decoder_layers=4',)  # pylint: disable=eval-used
+  assert o['tokenizer'] == '/run/tokenizer' and o['template'] == 'chatml'
+  assert o['engine.slots'] == '6' and o['engine.max_context'] == '1064'
+  assert o['engine.max_new_tokens'] == '64' and o['host'] == '127.0.0.1'
+  c.mode = 'mas'  # a searcher per slot, and the verifier
+  assert served.server_overrides(c)['engine.slots'] == str(6 * 3)
+  c.served.overrides = ('engine.slots=9',)
+  assert served.server_overrides(c)['engine.slots'] == '9'
+  c.served.overrides = ('engine.slots',)
+  with pytest.raises(settings.EvalSetupError, match='not key=value'):
+    served.server_overrides(c)
+  # The agent's limits must fit the served model's, as the sampler's.
+  c.agent.context_limit = 5000
+  with pytest.raises(settings.EvalSetupError, match='sampler/served'):
+    settings.eval_config(c)

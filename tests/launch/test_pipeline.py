@@ -259,6 +259,23 @@ def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
   assert stages['eval_before_sft'].overrides['sampler.checkpoint_dir'] == ''
 
 
+def test_evaluations_are_served_unless_asked_in_process():
+  c = pipeline_config.get_config('tiny')
+  evals = [s for s in plan.build(c) if s.module == 'eval.run']
+  assert len(evals) == 3
+  assert {s.overrides['policy.kind'] for s in evals} == {'served'}
+  # The served model is the sampler section's, with its slots per question.
+  e = evals[1].overrides
+  assert e['sampler.checkpoint_dir'] == '{sft}'
+  assert e['concurrency'] == c.eval.batch_size
+  c.eval.policy = 'sampler'
+  evals = [s for s in plan.build(c) if s.module == 'eval.run']
+  assert {s.overrides['policy.kind'] for s in evals} == {'sampler'}
+  c.eval.policy = 'vllm'
+  with pytest.raises(plan.PlanError, match="eval.policy 'vllm'"):
+    plan.build(c)
+
+
 def test_name_relation_reaches_the_teacher_only_when_on():
   c = pipeline_config.get_config('tiny')
   collect = {s.name: s for s in plan.build(c)}['collect']

@@ -23,37 +23,90 @@ from search_agent.search.parser import parse_query
 _WORD = re.compile(r'[^\W\d_]{3,}')
 _LONG = ' '.join(f'word{i} filler' for i in range(60))
 HANDMADE = [
-    Document(doc_id='h-lines', title='Lines', url='https://h.org/1', text=(
-        'Heading without a stop\nThe film was shot in Paris.  \n'
-        '  Indented line about the director\n\nLast line film')),
-    Document(doc_id='h-abbrev', title='Abbreviations', url='https://h.org/2', text=(
-        'Dr. J. Smith directed the film in the U.S.A. in 1950. He was born'
-        ' in St. Louis, Mo. and studied at the Univ. of Paris (Ph.D.). "Was'
-        ' it good?" she asked. "Yes!" The film (a drama.) won. e.g. it won'
-        ' twice. Vol. 3 no. 5 of the series... ended. Director Smith.')),
-    Document(doc_id='h-long', title='Long', url='https://h.org/3', text=(
-        f'Opening film sentence. {_LONG} director film Paris end. Another'
-        f' sentence about the film director. {_LONG}. Final film words.')),
-    Document(doc_id='h-case', title='Case', url='https://h.org/4', text=(
-        'ΣΟΦΙΑ directed the FILM. Straße and İstanbul film director.'
-        ' ΟΔΥΣΣΕΥΣ film.')),
-    Document(doc_id='h-dotless', title='Dotless', url='https://h.org/5', text=(
-        'The fılm director ſtudied film in Paris. Another film.')),
-    Document(doc_id='h-astral', title='Astral', url='https://h.org/6', text=(
-        'A 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 film 😀 about a film director in Paris.')),
-    Document(doc_id='h-numbers', title='Numbers', url='https://h.org/7', text=(
-        'Film² director Ⅻ film in Paris. The film-director won in 1950!')),
+    Document(
+        doc_id='h-lines',
+        title='Lines',
+        url='https://h.org/1',
+        text=(
+            'Heading without a stop\nThe film was shot in Paris.  \n'
+            '  Indented line about the director\n\nLast line film'
+        ),
+    ),
+    Document(
+        doc_id='h-abbrev',
+        title='Abbreviations',
+        url='https://h.org/2',
+        text=(
+            'Dr. J. Smith directed the film in the U.S.A. in 1950. He was born'
+            ' in St. Louis, Mo. and studied at the Univ. of Paris (Ph.D.). "Was'
+            ' it good?" she asked. "Yes!" The film (a drama.) won. e.g. it won'
+            ' twice. Vol. 3 no. 5 of the series... ended. Director Smith.'
+        ),
+    ),
+    Document(
+        doc_id='h-long',
+        title='Long',
+        url='https://h.org/3',
+        text=(
+            f'Opening film sentence. {_LONG} director film Paris end. Another'
+            f' sentence about the film director. {_LONG}. Final film words.'
+        ),
+    ),
+    Document(
+        doc_id='h-case',
+        title='Case',
+        url='https://h.org/4',
+        text=(
+            'ΣΟΦΙΑ directed the FILM. Straße and İstanbul film director.'
+            ' ΟΔΥΣΣΕΥΣ film.'
+        ),
+    ),
+    Document(
+        doc_id='h-dotless',
+        title='Dotless',
+        url='https://h.org/5',
+        text=('The fılm director ſtudied film in Paris. Another film.'),
+    ),
+    Document(
+        doc_id='h-astral',
+        title='Astral',
+        url='https://h.org/6',
+        text=('A 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 film 😀 about a film director in Paris.'),
+    ),
+    Document(
+        doc_id='h-numbers',
+        title='Numbers',
+        url='https://h.org/7',
+        text=('Film² director Ⅻ film in Paris. The film-director won in 1950!'),
+    ),
     Document(doc_id='h-empty', title='Empty', url='https://h.org/8', text=''),
-    Document(doc_id='h-spaces', title='Spaces', url='https://h.org/9', text=(
-        'Film\u00a0director\u2003in\u3000Paris. Film\x1cdirector born.')),
+    Document(
+        doc_id='h-spaces',
+        title='Spaces',
+        url='https://h.org/9',
+        text=('Film\u00a0director\u2003in\u3000Paris. Film\x1cdirector born.'),
+    ),
 ]
 HANDMADE_QUERIES = [
-    'film director Paris', 'director', 'smith film', 'paris louis', 'film',
-    'studied director', 'istanbul straße film', 'sofia odysseus',
-    'directed films', 'ending series', 'nothing matches zzzz',
-    '"film director"', 'film "in Paris"', '"the film" director',
-    '"U.S.A. in 1950"', '"drama.) won"', '"film-director" won',
-    '"word3 filler" "director film"', '"sentence. Another"',
+    'film director Paris',
+    'director',
+    'smith film',
+    'paris louis',
+    'film',
+    'studied director',
+    'istanbul straße film',
+    'sofia odysseus',
+    'directed films',
+    'ending series',
+    'nothing matches zzzz',
+    '"film director"',
+    'film "in Paris"',
+    '"the film" director',
+    '"U.S.A. in 1950"',
+    '"drama.) won"',
+    '"film-director" won',
+    '"word3 filler" "director film"',
+    '"sentence. Another"',
 ]
 
 
@@ -87,7 +140,9 @@ def queries(corpus: list[Document], n: int, seed: int = 0) -> list[str]:
     row = d.text.split()
     if rng.random() < 1 / 3 and len(row) > 3:
       i = rng.randrange(len(row) - 3)
-      text += ' "' + ' '.join(row[i : i + rng.randint(2, 3)]).replace('"', '') + '"'
+      text += (
+          ' "' + ' '.join(row[i : i + rng.randint(2, 3)]).replace('"', '') + '"'
+      )
     out.append(text)
   return out
 
@@ -119,7 +174,10 @@ def compare(engine, texts: list[str], config: snippets.SnippetConfig):
 
 @pytest.mark.parametrize(
     'config',
-    [snippets.SnippetConfig(), snippets.SnippetConfig(window_words=24, max_words=12)],
+    [
+        snippets.SnippetConfig(),
+        snippets.SnippetConfig(window_words=24, max_words=12),
+    ],
     ids=['seed', 'short'],
 )
 def test_java_snippets_equal_make_snippet_on_2wiki(engine, corpus, config):
@@ -163,7 +221,9 @@ def test_the_engine_uses_java_snippets_and_python_where_declined(
   """The engine's hits equal those of the same backend with every snippet
   cut in Python, phrases included."""
   texts = queries(corpus[:2000], 60, seed=1) + [
-      '"film director" Paris', 'film director Paris', 'Σοφία film',
+      '"film director" Paris',
+      'film director Paris',
+      'Σοφία film',
   ]
   java = engine.search(texts, 10)
   backend = engine.backend
@@ -201,7 +261,9 @@ def test_a_short_window_config_reaches_java(engine):
   """The window and budget cross the bridge: a 5-word budget gives 5
   words."""
   q = parse_query('film director')
-  cfg = EngineConfig(snippet=snippets.SnippetConfig(window_words=8, max_words=5))
+  cfg = EngineConfig(
+      snippet=snippets.SnippetConfig(window_words=8, max_words=5)
+  )
   query = snippets.snippet_query(q.terms, q.phrases, engine.analyzer,
                                  engine.query_idf(q), cfg.snippet)  # fmt: skip
   (out,) = engine.backend.snippets(['h-long'], query)

@@ -6,12 +6,12 @@
 the run's tokenizer and model sizes, as many slots as the worker keeps
 rollouts in flight (`rollout.max_groups` x `group_size`; an `engine.slots`
 in `overrides` wins), on free ports of 127.0.0.1; waits until each answers
-`/health`; samples through them; and stops them when it ends. A server
-starts with random weights: the worker pushes the store's newest version
-(the run's initial weights at first) before its first request, as to any
-server. Each child runs under `tied_child` (PR_SET_PDEATHSIG), so a run
-killed by SIGKILL leaves no server behind; its output goes to
-`<workdir>/servers/server-<i>.log`.
+`/health`; samples through them; and stops them when it ends
+(search_agent/serving/local.py). A server starts with random weights: the
+worker pushes the store's newest version (the run's initial weights at
+first) before its first request, as to any server. Each child is tied to
+the run (PR_SET_PDEATHSIG), so a run killed by SIGKILL leaves no server
+behind; its output goes to `<workdir>/servers/server-<i>.log`.
 
 For CPU runs and hosts with accelerators to spare: on a TPU host the run
 already holds the chips, so point `rollout.server_urls` at servers on other
@@ -21,20 +21,12 @@ hosts instead.
 import contextlib
 import copy
 import os
-import socket
-import subprocess
-import sys
-import time
 from typing import Iterator, Sequence
 
-from absl import logging
-import httpx
-
+from search_agent.serving import local
 from search_agent.train.rl import setup
 
-
-class LocalServerError(RuntimeError):
-  """A local rollout server did not come up; the message has its log."""
+LocalServerError = local.LocalServerError
 
 
 def wanted(c) -> int:
@@ -45,30 +37,29 @@ def wanted(c) -> int:
   return int(r.local_servers.count)
 
 
-def serve_argv(c, port: int, tokenizer_path: str) -> list[str]:
-  """The command line of one local server of RL config `c` on `port`."""
+def overrides(c, tokenizer_path: str) -> dict[str, str]:
+  """The `--config.KEY=VALUE` overrides of a local server of RL config `c`."""
   s = c.rollout.local_servers
   dims = tuple(f'{k}={v}' for k, v in sorted(dict(c.model.dims).items()))
-  overrides = {
+  out = {
       'tokenizer': tokenizer_path,
       'template': c.tokenizer.chat_template,
       'model.dims': repr(dims),
       'engine.slots': str(c.rollout.max_groups * c.group_size),
       'host': '127.0.0.1',
   }
-  overrides.update(_pairs(s.overrides, 'overrides', 'key=value'))
-  return [
-      sys.executable, '-m', 'search_agent.train.rl.tied_child',
-      str(os.getpid()), 'search_agent.serving', f'--config={s.config}',
-      *(f'--config.{k}={v}' for k, v in overrides.items()),
-      f'--port={port}',
-  ]  # fmt: skip
+  out.update(_pairs(s.overrides, 'overrides', 'key=value'))
+  return out
 
 
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
+def serve_argv(c, port: int, tokenizer_path: str) -> list[str]:
+  """The command line of one local server of RL config `c` on `port`."""
+  spec = local.ServerSpec(
+      config=c.rollout.local_servers.config,
+      overrides=overrides(c, tokenizer_path),
+      log='',
+  )
+  return local.serve_argv(spec, port)
 
 
 def _pairs(entries: Sequence[str], field: str, form: str) -> dict[str, str]:
@@ -85,50 +76,10 @@ def _pairs(entries: Sequence[str], field: str, form: str) -> dict[str, str]:
 
 
 def _env(entries: Sequence[str]) -> dict[str, str]:
-  return dict(
-      os.environ, PYTHONUNBUFFERED='1', **_pairs(entries, 'env', 'NAME=value')
-  )
-
-
-def _tail(path: str, lines: int = 30) -> str:
   try:
-    with open(path, encoding='utf-8', errors='replace') as f:
-      return ''.join(f.readlines()[-lines:])
-  except OSError:
-    return ''
-
-
-def _wait_healthy(url: str, proc, log: str, timeout_s: float) -> None:
-  start = time.monotonic()
-  while time.monotonic() - start < timeout_s:
-    if proc.poll() is not None:
-      raise LocalServerError(
-          f'the local rollout server for {url} exited with {proc.returncode}'
-          f' before it was healthy; the end of {log}:\n{_tail(log)}'
-      )
-    try:
-      if httpx.get(url + '/health', timeout=5.0).status_code == 200:
-        return
-    except httpx.TransportError:
-      pass
-    time.sleep(0.5)
-  raise LocalServerError(
-      f'the local rollout server {url} was not healthy after {timeout_s:.0f}'
-      f' s (rollout.local_servers.start_timeout_s); the end of {log}:\n'
-      f'{_tail(log)}'
-  )
-
-
-def _stop(procs) -> None:
-  for proc in procs:
-    if proc.poll() is None:
-      proc.terminate()
-  for proc in procs:
-    try:
-      proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-      proc.kill()
-      proc.wait()
+    return local.env_pairs(entries, 'rollout.local_servers.env')
+  except ValueError as e:
+    raise setup.RLSetupError(str(e)) from e
 
 
 @contextlib.contextmanager
@@ -139,29 +90,22 @@ def started(c, workdir: str) -> Iterator:
   if not n:
     yield c
     return
-  tok = setup.tokenizer_path(c, workdir)
   s = c.rollout.local_servers
+  options = overrides(c, setup.tokenizer_path(c, workdir))
   env = _env(s.env)
   logs_dir = os.path.join(workdir, 'servers')
-  os.makedirs(logs_dir, exist_ok=True)
-  procs, urls, logs = [], [], []
-  try:
-    for i in range(n):
-      port = _free_port()
-      logs.append(os.path.join(logs_dir, f'server-{i}.log'))
-      with open(logs[-1], 'ab') as out:
-        procs.append(
-            subprocess.Popen(
-                serve_argv(c, port, tok), env=env, stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        )  # fmt: skip
-      urls.append(f'http://127.0.0.1:{port}')
-    for url, proc, log in zip(urls, procs, logs):
-      _wait_healthy(url, proc, log, float(s.start_timeout_s))
-    logging.info('local rollout servers up: %s', ', '.join(urls))
+  specs = [
+      local.ServerSpec(
+          config=s.config,
+          overrides=options,
+          log=os.path.join(logs_dir, f'server-{i}.log'),
+      )
+      for i in range(n)
+  ]
+  with local.started(
+      specs, env, float(s.start_timeout_s),
+      'rollout.local_servers.start_timeout_s',
+  ) as urls:  # fmt: skip
     out = copy.deepcopy(c)
     out.rollout.server_urls = tuple(urls)
     yield out
-  finally:
-    _stop(procs)

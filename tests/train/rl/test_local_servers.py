@@ -55,7 +55,7 @@ def test_the_server_gets_the_runs_tokenizer_sizes_and_slots():
   c.model.dims.base_num_decoder_layers = 4
   argv = local_servers.serve_argv(c, 1234, '/t/tokenizer.json')
   assert argv[1:6] == [
-      '-m', 'search_agent.train.rl.tied_child', str(os.getpid()),
+      '-m', 'search_agent.serving.tied_child', str(os.getpid()),
       'search_agent.serving', '--config=tpu_configs/serve.py:tiny',
   ]  # fmt: skip
   assert argv[-1] == '--port=1234'
@@ -81,7 +81,7 @@ def test_a_malformed_override_or_env_entry_is_refused_by_name():
 
 def test_a_tied_child_runs_its_module_only_while_its_parent_lives():
   run = lambda parent: subprocess.run(
-      [sys.executable, '-m', 'search_agent.train.rl.tied_child', parent,
+      [sys.executable, '-m', 'search_agent.serving.tied_child', parent,
        'platform'],
       capture_output=True, text=True, check=False, timeout=60,
   )  # fmt: skip

@@ -1,6 +1,6 @@
 """Runs a module as `python -m` would, ending when its parent process ends.
 
-  python -m search_agent.train.rl.tied_child PARENT_PID MODULE [ARGS...]
+  python -m search_agent.serving.tied_child PARENT_PID MODULE [ARGS...]
 
 Asks the kernel for SIGTERM when the parent dies (PR_SET_PDEATHSIG), then
 exits at once if PARENT_PID is already gone (it died before the request),
