@@ -71,6 +71,7 @@ final class Snippets {
     final String[][] phrases;
     final String[] prefixes;
     final String extraCases;
+    final char minExtra;
     final int windowWords;
     final int maxWords;
     final double k1;
@@ -100,6 +101,11 @@ final class Snippets {
       this.phrases = phrases;
       this.prefixes = prefixes;
       this.extraCases = extraCases;
+      char min = Character.MAX_VALUE;
+      for (int i = 0; i < extraCases.length(); i++) {
+        min = (char) Math.min(min, extraCases.charAt(i));
+      }
+      this.minExtra = min;
       this.windowWords = windowWords;
       this.maxWords = maxWords;
       this.k1 = k1;
@@ -134,30 +140,69 @@ final class Snippets {
     return isAlnum(c) && Character.getType(c) != Character.DECIMAL_DIGIT_NUMBER;
   }
 
-  /** A text's words (line ends marked) and their single-space join. */
-  private record Text(String[] words, String norm) {}
+  /**
+   * A text's words (line ends marked) joined by single spaces, as characters, and where each word
+   * starts.
+   */
+  private static final class Text {
+    final char[] norm;
+    final int length;
+    final int[] starts;
+    final int words;
 
-  private static Text split(String text) {
-    if (text.indexOf('\n') >= 0) {
-      text = markLineEnds(text);
+    Text(char[] norm, int length, int[] starts, int words) {
+      this.norm = norm;
+      this.length = length;
+      this.starts = starts;
+      this.words = words;
     }
-    List<String> words = new ArrayList<>();
-    int n = text.length();
+
+    /** One past the last character of word {@code w}. */
+    int end(int w) {
+      return w + 1 < words ? starts[w + 1] - 1 : length;
+    }
+
+    /** The word index of character {@code at}. */
+    int wordAt(int at) {
+      return bisectRight(starts, words, at, 0) - 1;
+    }
+  }
+
+  /** str.split() joined by single spaces; declined for characters outside the BMP. */
+  private static Text split(String raw) throws Declined {
+    if (raw.indexOf('\n') >= 0) {
+      raw = markLineEnds(raw);
+    }
+    char[] src = raw.toCharArray();
+    int n = src.length;
+    char[] out = new char[n];
+    int[] starts = new int[Math.max(4, n / 6)];
+    int words = 0;
+    int o = 0;
     int i = 0;
-    while (i < n) {
-      while (i < n && isSpace(text.charAt(i))) {
+    while (true) {
+      while (i < n && isSpace(src[i])) {
         i++;
       }
-      int start = i;
-      while (i < n && !isSpace(text.charAt(i))) {
-        i++;
+      if (i == n) {
+        break;
       }
-      if (i > start) {
-        words.add(text.substring(start, i));
+      if (words > 0) {
+        out[o++] = ' ';
+      }
+      if (words == starts.length) {
+        starts = Arrays.copyOf(starts, 2 * words);
+      }
+      starts[words++] = o;
+      while (i < n && !isSpace(src[i])) {
+        char c = src[i++];
+        if (Character.isSurrogate(c)) {
+          throw new Declined();
+        }
+        out[o++] = c;
       }
     }
-    String[] w = words.toArray(new String[0]);
-    return new Text(w, String.join(" ", w));
+    return new Text(out, o, starts, words);
   }
 
   /** snippets.py's _mark_line_ends. */
@@ -211,33 +256,23 @@ final class Snippets {
     }
   }
 
-  private static Text check(String raw) throws Declined {
-    for (int i = 0; i < raw.length(); i++) {
-      if (Character.isSurrogate(raw.charAt(i))) {
-        throw new Declined();
-      }
-    }
-    return split(raw);
-  }
-
   private String cut(String raw, Query q, Set<String> unknown) throws Declined {
-    Text text = check(raw);
-    String[] words = text.words;
-    if (words.length == 0) {
+    Text text = split(raw);
+    if (text.words == 0) {
       return "";
     }
-    String low = lowercase(text, q.idf.length + q.phrases.length, q.extraCases);
-    int[][] positions = positions(low, q, unknown);
-    int[][] spans = phraseSpans(low, q.phrases);
+    char[] low = lowercase(text, q.idf.length + q.phrases.length, q);
+    int[][] positions = positions(text, low, q, unknown);
+    int[][] spans = phraseSpans(text, low, q.phrases);
     int[] ends = sentenceEnds(text);
     Scorer scorer = new Scorer(positions, spans, q);
     int budget = q.maxWords;
     int[][] sentences = sentences(ends);
     if (scorer.matches.length == 0) {
       int[] span = candidate(scorer, sentences, 0, budget);
-      return join(words, span[0], span[1]);
+      return join(text, span[0], span[1]);
     }
-    int[] window = scorer.bestSpan(0, words.length, q.windowWords);
+    int[] window = scorer.bestSpan(0, text.words, q.windowWords);
     // ends are the sentences' last words; snippets.py bisects their ends (last + 1).
     int first = bisectRight(ends, window[0] - 1, 0);
     int last = bisectLeft(ends, window[1] - 1, 0);
@@ -276,30 +311,37 @@ final class Snippets {
         hi = cut[1];
       }
     }
-    return join(words, lo, hi);
+    return join(text, lo, hi);
   }
 
   /**
    * The lowercase copy of a text's words, or null when the query has no terms and no phrases
-   * (nothing to find); declined where snippets.py would match with re.I (a Σ, a copy of another
-   * length, an extra case equivalent of the prefixes' or phrases' characters).
+   * (nothing to find); declined where snippets.py would match with re.I: a Σ or an İ (its
+   * str.lower() is not one character for one), or an extra case equivalent of the prefixes' or
+   * phrases' characters. Elsewhere Character.toLowerCase is String.toLowerCase(Locale.ROOT) and
+   * Python's str.lower().
    */
-  private static String lowercase(Text text, int wanted, String extraCases) throws Declined {
+  private static char[] lowercase(Text text, int wanted, Query q) throws Declined {
     if (wanted == 0) {
       return null;
     }
-    String norm = text.norm;
-    if (norm.indexOf('\u03a3') >= 0) {
-      throw new Declined();
-    }
-    String low = norm.toLowerCase(Locale.ROOT);
-    if (low.length() != norm.length()) {
-      throw new Declined();
-    }
-    for (int i = 0; i < extraCases.length(); i++) {
-      if (low.indexOf(extraCases.charAt(i)) >= 0) {
+    char[] norm = text.norm;
+    char[] low = new char[text.length];
+    for (int i = 0; i < text.length; i++) {
+      char c = norm[i];
+      char l;
+      if (c < 128) {
+        l = c >= 'A' && c <= 'Z' ? (char) (c + 32) : c;
+      } else {
+        if (c == '\u03a3' || c == '\u0130') {
+          throw new Declined();
+        }
+        l = Character.toLowerCase(c);
+      }
+      if (l >= q.minExtra && q.extraCases.indexOf(l) >= 0) {
         throw new Declined();
       }
+      low[i] = l;
     }
     return low;
   }
@@ -309,15 +351,16 @@ final class Snippets {
   }
 
   /** Each candidate word (run) of {@code low} with its word index, in text order. */
-  private static void scan(String low, String[] prefixes, Found found) throws Declined {
-    if (low == null) {
+  private static void scan(Text text, char[] low, String[] prefixes, Found found)
+      throws Declined {
+    if (low == null || prefixes.length == 0) {
       return;
     }
-    int n = low.length();
+    int n = text.length;
     int word = 0;
     int i = 0;
     while (i < n) {
-      char c = low.charAt(i);
+      char c = low[i];
       if (c == ' ') {
         word++;
         i++;
@@ -328,22 +371,23 @@ final class Snippets {
         continue;
       }
       int start = i;
-      while (i < n && isAlnum(low.charAt(i))) {
+      while (i < n && isAlnum(low[i])) {
         i++;
       }
-      if (startsWithAny(low, start, prefixes)) {
-        found.accept(low.substring(start, i), word);
+      if (startsWithAny(low, start, i, prefixes)) {
+        found.accept(new String(low, start, i - start), word);
       }
     }
   }
 
   /** Word indexes of each query term, ascending (snippets.py's lowercase path of _analyze). */
-  private int[][] positions(String low, Query q, Set<String> unknown) throws Declined {
+  private int[][] positions(Text text, char[] low, Query q, Set<String> unknown)
+      throws Declined {
     int terms = q.idf.length;
     int[][] found = new int[terms][];
     int[] sizes = new int[terms];
     boolean[] missing = {false};
-    scan(terms == 0 ? null : low, q.prefixes, (run, word) -> {
+    scan(text, terms == 0 ? null : low, q.prefixes, (run, word) -> {
       String term = analyzed.get(run);
       if (term == null) {
         unknown.add(run);
@@ -377,24 +421,20 @@ final class Snippets {
    * by non-alphanumeric characters, not inside a longer run (snippets.py's _lower_bounded on the
    * lowercase copy; non-overlapping per phrase, as re.finditer).
    */
-  private static int[][] phraseSpans(String low, String[][] phrases) {
+  private static int[][] phraseSpans(Text text, char[] low, String[][] phrases) {
     if (phrases.length == 0) {
       return new int[0][];
     }
     List<int[]> out = new ArrayList<>();
     for (String[] toks : phrases) {
       int from = 0;
-      while (true) {
-        int start = low.indexOf(toks[0], from);
-        if (start < 0) {
-          break;
-        }
-        int end = matchAt(low, start, toks);
+      while (from < text.length) {
+        int end = matchAt(low, text.length, from, toks);
         if (end < 0) {
-          from = start + 1;
+          from++;
           continue;
         }
-        out.add(new int[] {wordAt(low, start), wordAt(low, end - 1)});
+        out.add(new int[] {text.wordAt(from), text.wordAt(end - 1)});
         from = end;
       }
     }
@@ -403,53 +443,61 @@ final class Snippets {
   }
 
   /** One past the phrase's last character when it matches at {@code start}, else -1. */
-  private static int matchAt(String low, int start, String[] toks) {
-    int n = low.length();
-    if (start > 0 && isAlnum(low.charAt(start - 1))) {
+  private static int matchAt(char[] low, int n, int start, String[] toks) {
+    if (!regionIs(low, start, n, toks[0])) {
+      return -1;
+    }
+    if (start > 0 && isAlnum(low[start - 1])) {
       return -1;
     }
     int j = start + toks[0].length();
     for (int t = 1; t < toks.length; t++) {
       int sep = j;
-      while (j < n && !isAlnum(low.charAt(j))) {
+      while (j < n && !isAlnum(low[j])) {
         j++;
       }
-      if (j == sep || !low.startsWith(toks[t], j)) {
+      if (j == sep || !regionIs(low, j, n, toks[t])) {
         return -1;
       }
       j += toks[t].length();
     }
-    return j < n && isAlnum(low.charAt(j)) ? -1 : j;
+    return j < n && isAlnum(low[j]) ? -1 : j;
   }
 
-  /** The word index of character {@code at} (spaces before it). */
-  private static int wordAt(String low, int at) {
-    int word = 0;
-    for (int i = low.indexOf(' '); i >= 0 && i < at; i = low.indexOf(' ', i + 1)) {
-      word++;
+  /** Whether {@code s} starts at {@code at} of the first {@code n} characters of {@code a}. */
+  private static boolean regionIs(char[] a, int at, int n, String s) {
+    int len = s.length();
+    if (at + len > n) {
+      return false;
     }
-    return word;
+    for (int k = 0; k < len; k++) {
+      if (a[at + k] != s.charAt(k)) {
+        return false;
+      }
+    }
+    return true;
   }
 
-  private static boolean startsWithAny(String s, int at, String[] prefixes) {
+  private static boolean startsWithAny(char[] low, int at, int end, String[] prefixes) {
     for (String p : prefixes) {
-      if (s.startsWith(p, at)) {
+      if (regionIs(low, at, end, p)) {
         return true;
       }
     }
     return false;
   }
 
+
   /** Word indexes that end a sentence, ascending, the last word always (_ends_in, whole text). */
   private static int[] sentenceEnds(Text text) {
-    String norm = text.norm;
-    int n = norm.length();
-    int last = text.words.length - 1;
+    char[] norm = text.norm;
+    int n = text.length;
+    int last = text.words - 1;
     int[] ends = new int[16];
     int size = 0;
     int word = 0;
     for (int i = 0; i < n; i++) {
-      char c = norm.charAt(i);
+      char c = norm[i];
       if (c == ' ') {
         word++;
         continue;
@@ -459,10 +507,10 @@ final class Snippets {
         end = true;
       } else if (c == '.' || c == '!' || c == '?') {
         int j = i + 1;
-        while (j < n && "\"')]".indexOf(norm.charAt(j)) >= 0) {
+        while (j < n && (norm[j] == '"' || norm[j] == '\'' || norm[j] == ')' || norm[j] == ']')) {
           j++;
         }
-        end = (j == n || norm.charAt(j) == ' ') && (c != '.' || periodEndsSentence(norm, i));
+        end = (j == n || norm[j] == ' ') && (c != '.' || periodEndsSentence(text, i));
       } else {
         end = false;
       }
@@ -481,13 +529,16 @@ final class Snippets {
   }
 
   /** snippets.py's _period_ends_sentence. */
-  private static boolean periodEndsSentence(String norm, int start) {
-    int from = norm.lastIndexOf(' ', start - 1) + 1;
-    int at = from;
-    while (at <= start && "([\"'".indexOf(norm.charAt(at)) >= 0) {
+  private static boolean periodEndsSentence(Text text, int start) {
+    char[] norm = text.norm;
+    int at = start;
+    while (at > 0 && norm[at - 1] != ' ') {
+      at--;
+    }
+    while (at <= start && (norm[at] == '(' || norm[at] == '[' || norm[at] == '"' || norm[at] == '\'')) {
       at++;
     }
-    String word = norm.substring(at, start + 1).toLowerCase(Locale.ROOT);
+    String word = new String(norm, at, start + 1 - at).toLowerCase(Locale.ROOT);
     if (initialOrDotted(word)) {
       return false;
     }
@@ -549,20 +600,23 @@ final class Snippets {
     return new int[] {s, e};
   }
 
-  private static String join(String[] words, int lo, int hi) {
-    StringBuilder out = new StringBuilder();
-    for (int i = lo; i < hi; i++) {
-      if (i > lo) {
-        out.append(' ');
-      }
-      String w = words[i];
-      if (w.indexOf(LINE_END) >= 0) {
-        w = w.replace(String.valueOf(LINE_END), "");
-      }
-      out.append(w);
+  /** Words [lo, hi) joined by single spaces, line-end marks removed. */
+  private static String join(Text text, int lo, int hi) {
+    if (lo >= hi) {
+      return "";
     }
-    return out.toString();
+    int from = text.starts[lo];
+    int to = text.end(hi - 1);
+    char[] out = new char[to - from];
+    int o = 0;
+    for (int i = from; i < to; i++) {
+      if (text.norm[i] != LINE_END) {
+        out[o++] = text.norm[i];
+      }
+    }
+    return new String(out, 0, o);
   }
+
 
   static int bisectLeft(int[] a, int x, int lo) {
     int hi = a.length;
@@ -578,7 +632,12 @@ final class Snippets {
   }
 
   static int bisectRight(int[] a, int x, int lo) {
-    int hi = a.length;
+    return bisectRight(a, a.length, x, lo);
+  }
+
+  /** bisect_right over the first {@code n} elements of {@code a}. */
+  static int bisectRight(int[] a, int n, int x, int lo) {
+    int hi = n;
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       if (x < a[mid]) {
