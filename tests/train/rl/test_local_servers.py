@@ -79,18 +79,6 @@ def test_a_malformed_override_or_env_entry_is_refused_by_name():
     local_servers._env(('XLA_FLAGS',))  # pylint: disable=protected-access
 
 
-def test_a_tied_child_runs_its_module_only_while_its_parent_lives():
-  run = lambda parent: subprocess.run(
-      [sys.executable, '-m', 'search_agent.serving.tied_child', parent,
-       'platform'],
-      capture_output=True, text=True, check=False, timeout=60,
-  )  # fmt: skip
-  ran = run(str(os.getpid()))
-  assert ran.returncode == 0 and ran.stdout.strip(), ran.stderr
-  gone = run('1')  # not its parent: as if the parent died before prctl
-  assert gone.returncode != 0 and 'parent 1 already gone' in gone.stderr
-
-
 def _server_url(workdir: pathlib.Path, timeout_s: float = 600) -> str:
   """The local server's URL, read from its log name and the run's log."""
   deadline = time.monotonic() + timeout_s
