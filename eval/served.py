@@ -48,11 +48,10 @@ def server_overrides(c) -> dict[str, str]:
       'engine.max_new_tokens': str(s['max_new_tokens']),
       'host': '127.0.0.1',
   }
-  for entry in c.served.overrides:
-    key, sep, value = str(entry).partition('=')
-    if not sep or not key.strip():
-      raise EvalSetupError(f'served.overrides entry {entry!r} is not key=value')
-    out[key.strip()] = value.strip()
+  try:
+    out.update(local.pairs(c.served.overrides, 'served.overrides', 'key=value'))
+  except ValueError as e:
+    raise EvalSetupError(str(e)) from e
   return out
 
 

@@ -11,11 +11,9 @@ the gain reaches held-out pages. The binary is `make_rl_seen.py`.
 
 import json
 import os
-import pathlib
 
-from search_agent.agent import trajectory as traj_lib
 from search_agent.pipeline import figures
-from search_agent.train.rl import replay_queue
+from search_agent.train.rl import climbing_handoff
 
 
 class SeenError(ValueError):
@@ -24,16 +22,9 @@ class SeenError(ValueError):
 
 def seen_task_ids(rl_workdir: str) -> list[str]:
   """Task ids of the consumed groups' rollouts, first use first."""
-  update = replay_queue.ReplayQueue(
-      os.path.join(rl_workdir, 'queue')
-  ).consumed()  # read once: group id -> the update that used it
-  used = [
-      (update[t.meta['group_id']], t.id, t.task_id)
-      for path in sorted(pathlib.Path(rl_workdir).glob('rollouts-*.jsonl'))
-      for t in traj_lib.iter_jsonl(path, [])
-      if t.meta.get('group_id') in update
-  ]
-  return list(dict.fromkeys(task for _, _, task in sorted(used)))
+  used, update = climbing_handoff.consumed_rollouts(rl_workdir)
+  order = sorted(used, key=lambda t: (update[t.meta['group_id']], t.id))
+  return list(dict.fromkeys(t.task_id for t in order))
 
 
 def write(rl_workdir: str, tasks_path: str, workdir: str) -> dict:

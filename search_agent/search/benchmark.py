@@ -91,6 +91,18 @@ def measure_latency(
   )
 
 
+def _snippet_work(engine, queries: Sequence[str], k: int) -> list[tuple]:
+  """Per query (parsed query, its snippet idf, its top-k doc_ids, their
+  texts), fetched before any timing."""
+  work = []
+  for text in queries:
+    q = engine.parse(text)
+    ids = [h.doc_id for h in engine.search([text], k)[0]]
+    texts = [d.text for d in engine.get_documents(ids)]
+    work.append((q, engine.query_idf(q), ids, texts))
+  return work
+
+
 def snippet_cost(
     engine,
     queries: Sequence[str],
@@ -113,12 +125,9 @@ def snippet_cost(
     k: Hits per query.
     cut: `snippets.make_snippet` or a function of the same arguments.
   """
-  work = []
-  for text in queries:
-    q = engine.parse(text)
-    hits = engine.search([text], k)[0]
-    docs = engine.get_documents([h.doc_id for h in hits])
-    work.append((q, [d.text for d in docs], engine.query_idf(q)))
+  work = [
+      (q, texts, idf) for q, idf, _, texts in _snippet_work(engine, queries, k)
+  ]
   analyzer, config = engine.analyzer, engine.config.snippet
 
   def run(cache) -> float:
@@ -147,17 +156,13 @@ def backend_snippet_cost(engine, queries: Sequence[str], k: int) -> dict:
   which keeps no document cache) against `snippets.make_snippet` without a
   cache, on the same hits, alone; and how many snippets the backend left
   to Python."""
-  work = []
-  for text in queries:
-    q = engine.parse(text)
-    idf = engine.query_idf(q)
-    query = snippets.snippet_query(
-        q.terms, q.phrases, engine.analyzer, idf, engine.config.snippet
-    )
-    ids = [h.doc_id for h in engine.search([text], k)[0]]
-    texts = [d.text for d in engine.get_documents(ids)]
-    work.append((q, idf, query, ids, texts))
   backend, analyzer = engine.backend, engine.analyzer
+  work = [
+      (q, idf, snippets.snippet_query(
+          q.terms, q.phrases, analyzer, idf, engine.config.snippet
+      ), ids, texts)
+      for q, idf, ids, texts in _snippet_work(engine, queries, k)
+  ]  # fmt: skip
   declined = 0
   cpu = time.process_time()
   for _, _, query, ids, _ in work:

@@ -211,35 +211,33 @@ class LuceneBackend:
     """
     if not self._java_snippets or not doc_ids:
       return [None] * len(doc_ids)
-    out = self._java_snippets_call(list(doc_ids), query, [])
+    c = query.config
+    fixed = (
+        '\n'.join(query.terms), jpype.JArray(jpype.JDouble)(query.idf),
+        '\n'.join(map(' '.join, query.phrases)), '\n'.join(query.prefixes),
+        query.extra_cases,
+    )  # fmt: skip
+    sizes = (c.window_words, c.max_words, float(c.k1), float(c.b))
+    out, words = self._java_snippets_call(list(doc_ids), fixed, [], sizes)
     again = [i for i, s in enumerate(out) if s is _UNANALYZED]
     if again:
-      words = out.pop()
-      retry = self._java_snippets_call(
-          [doc_ids[i] for i in again], query, words
+      retry, _ = self._java_snippets_call(
+          [doc_ids[i] for i in again], fixed, words, sizes
       )
-      retry.pop()
       for i, s in zip(again, retry):
         out[i] = None if s is _UNANALYZED else s
-    else:
-      out.pop()
     return out
 
-  def _java_snippets_call(self, ids, query: SnippetQuery, new_words):
-    """`Views.snippets`: per id its snippet, None or _UNANALYZED, then the
-    list of words Java asked for."""
+  def _java_snippets_call(self, ids, fixed, new_words, sizes):
+    """`Views.snippets` with the query's `fixed` arguments and the terms of
+    `new_words`: (per id its snippet, None or _UNANALYZED; the words Java
+    asked for)."""
     terms = [self._analyzer.term(w) or '' for w in new_words]
-    c = query.config
     flat = bytes(
         memoryview(
             self._call(
-                self._views.snippets, self._strings(ids),
-                '\n'.join(query.terms),
-                jpype.JArray(jpype.JDouble)(query.idf),
-                '\n'.join(map(' '.join, query.phrases)),
-                '\n'.join(query.prefixes), query.extra_cases,
-                '\n'.join(new_words), '\n'.join(terms),
-                c.window_words, c.max_words, float(c.k1), float(c.b),
+                self._views.snippets, self._strings(ids), *fixed,
+                '\n'.join(new_words), '\n'.join(terms), *sizes,
             )  # fmt: skip
         )
     )
@@ -252,8 +250,7 @@ class LuceneBackend:
       out.append(body[at : at + size].decode('utf-8'))
       at += size
     rest = body[at:].decode('utf-8')
-    out.append(rest.split('\n') if rest else [])
-    return out
+    return out, rest.split('\n') if rest else []
 
   @property
   def analyzer(self) -> QueryAnalyzer:

@@ -58,16 +58,26 @@ def serve_argv(spec: ServerSpec, port: int) -> list[str]:
   ]  # fmt: skip
 
 
-def env_pairs(entries: Sequence[str], what: str) -> dict[str, str]:
-  """The environment of the children: this one's plus 'NAME=value'
-  `entries` (`what` names the config field in errors)."""
-  out = dict(os.environ, PYTHONUNBUFFERED='1')
+def pairs(entries: Sequence[str], what: str, form: str) -> dict[str, str]:
+  """('KEY=value', ...) as a dict, stripped; ValueError naming `what` (the
+  config field) and `form` for an entry without '=' or a key."""
+  out = {}
   for entry in entries:
     key, sep, value = str(entry).partition('=')
     if not sep or not key.strip():
-      raise ValueError(f'{what} entry {entry!r} is not NAME=value')
+      raise ValueError(f'{what} entry {entry!r} is not {form}')
     out[key.strip()] = value.strip()
   return out
+
+
+def env_pairs(entries: Sequence[str], what: str) -> dict[str, str]:
+  """The environment of the children: this one's plus 'NAME=value'
+  `entries` (`what` names the config field in errors)."""
+  return {
+      **os.environ,
+      'PYTHONUNBUFFERED': '1',
+      **pairs(entries, what, 'NAME=value'),
+  }
 
 
 def tail(path: str, lines: int = 30) -> str:

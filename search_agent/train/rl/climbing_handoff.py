@@ -22,15 +22,24 @@ OUT_DIR = 'climbing'
 OUT_FILE = 'sft_train.jsonl'
 
 
-def used_rollouts(workdir: str) -> list[traj_lib.Trajectory]:
-  """Rollouts of the groups consumed by applied updates (latest copy)."""
+def consumed_rollouts(
+    workdir: str,
+) -> tuple[list[traj_lib.Trajectory], dict[str, int]]:
+  """Rollouts of the groups consumed by applied updates (latest copy), and
+  which update consumed each group (group id -> update), the queue journal
+  read once."""
   used = replay_queue.ReplayQueue(pathlib.Path(workdir) / 'queue').consumed()
   by_id = {}
   for path in sorted(pathlib.Path(workdir).glob('rollouts-*.jsonl')):
     for t in traj_lib.iter_jsonl(path, []):
       if t.meta.get('group_id') in used:
         by_id[t.id] = t
-  return list(by_id.values())
+  return list(by_id.values()), used
+
+
+def used_rollouts(workdir: str) -> list[traj_lib.Trajectory]:
+  """Rollouts of the groups consumed by applied updates (latest copy)."""
+  return consumed_rollouts(workdir)[0]
 
 
 def select(

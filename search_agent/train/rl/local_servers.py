@@ -26,8 +26,6 @@ from typing import Iterator, Sequence
 from search_agent.serving import local
 from search_agent.train.rl import setup
 
-LocalServerError = local.LocalServerError
-
 
 def wanted(c) -> int:
   """How many local servers the config asks for (0 = none)."""
@@ -64,15 +62,10 @@ def serve_argv(c, port: int, tokenizer_path: str) -> list[str]:
 
 def _pairs(entries: Sequence[str], field: str, form: str) -> dict[str, str]:
   """('key=value', ...) of rollout.local_servers.`field` as a dict."""
-  out = {}
-  for entry in entries:
-    key, sep, value = str(entry).partition('=')
-    if not sep or not key.strip():
-      raise setup.RLSetupError(
-          f'rollout.local_servers.{field} entry {entry!r} is not {form}'
-      )
-    out[key.strip()] = value.strip()
-  return out
+  try:
+    return local.pairs(entries, f'rollout.local_servers.{field}', form)
+  except ValueError as e:
+    raise setup.RLSetupError(str(e)) from e
 
 
 def _env(entries: Sequence[str]) -> dict[str, str]:

@@ -164,7 +164,7 @@ final class Snippets {
 
     /** The word index of character {@code at}. */
     int wordAt(int at) {
-      return bisectRight(starts, words, at, 0) - 1;
+      return bisectRight(starts, words, at) - 1;
     }
   }
 
@@ -274,8 +274,8 @@ final class Snippets {
     }
     int[] window = scorer.bestSpan(0, text.words, q.windowWords);
     // ends are the sentences' last words; snippets.py bisects their ends (last + 1).
-    int first = bisectRight(ends, window[0] - 1, 0);
-    int last = bisectLeft(ends, window[1] - 1, 0);
+    int first = bisectRight(ends, ends.length, window[0] - 1);
+    int last = bisectLeft(ends, window[1] - 1);
     int n = last - first + 1;
     int[] los = new int[n];
     int[] his = new int[n];
@@ -617,8 +617,9 @@ final class Snippets {
     return new String(out, 0, o);
   }
 
-
-  static int bisectLeft(int[] a, int x, int lo) {
+  /** Python's bisect_left over {@code a}. */
+  static int bisectLeft(int[] a, int x) {
+    int lo = 0;
     int hi = a.length;
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
@@ -631,12 +632,9 @@ final class Snippets {
     return lo;
   }
 
-  static int bisectRight(int[] a, int x, int lo) {
-    return bisectRight(a, a.length, x, lo);
-  }
-
-  /** bisect_right over the first {@code n} elements of {@code a}. */
-  static int bisectRight(int[] a, int n, int x, int lo) {
+  /** Python's bisect_right over the first {@code n} elements of {@code a}. */
+  static int bisectRight(int[] a, int n, int x) {
+    int lo = 0;
     int hi = n;
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
@@ -697,7 +695,7 @@ final class Snippets {
     }
 
     int firstMatch(int lo, int hi) {
-      int i = bisectLeft(matches, lo, 0);
+      int i = bisectLeft(matches, lo);
       return i < matches.length && matches[i] < hi ? matches[i] : -1;
     }
 
@@ -722,7 +720,7 @@ final class Snippets {
         double sum = 0.0;
         for (int t = 0; t < positions.length; t++) {
           int[] ps = positions[t];
-          int tf = bisectLeft(ps, ends[i], 0) - bisectLeft(ps, starts[i], 0);
+          int tf = bisectLeft(ps, ends[i]) - bisectLeft(ps, starts[i]);
           if (tf != 0) {
             sum = sum + idf[t] * tf * k1Plus1 / (tf + norm);
           }
