@@ -66,6 +66,11 @@ class DataConfig:
     synthetic_fraction: Pretrain: share of synthetic copy/recall sequences.
     synthetic_kinds: Pretrain: the synthetic kinds used in turn ('copy',
       'recall', 'shuffle', 'names'; `train.sft.pretrain_data`).
+    rehearsal_path: SFT: a `[{title, text}]` corpus whose pretraining texts
+      (with `synthetic_fraction` and `synthetic_kinds`) are mixed into the
+      training elements (`train.sft.rehearsal`); '' = none.
+    rehearsal_fraction: SFT: the share of training elements that are
+      rehearsal texts, in [0, 1).
   """
 
   train_path: str
@@ -82,6 +87,8 @@ class DataConfig:
   mode: str = 'sft'
   synthetic_fraction: float = 0.0
   synthetic_kinds: tuple[str, ...] = ('copy', 'recall')
+  rehearsal_path: str = ''
+  rehearsal_fraction: float = 0.0
 
 
 class JsonlTrajectories:

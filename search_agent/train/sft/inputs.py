@@ -6,6 +6,8 @@ Data modes (`data.mode`):
   * 'pretrain': `[{title, text}]` corpus JSON -> text windows
     (`pretrain_data`); loss on every token, optionally with synthetic
     copy/recall sequences.
+In 'sft' mode `data.rehearsal_path` mixes such texts into the training
+elements (`rehearsal`).
 
 Starting parameters (`init_from`): a pretraining (or any SFT) workdir; its
 latest checkpoint's parameters start the run (optimizer state, schedule and
@@ -26,6 +28,7 @@ from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train import data as data_lib
 from search_agent.train.sft import config as sft_config
 from search_agent.train.sft import pretrain_data
+from search_agent.train.sft import rehearsal
 
 MODES = ('sft', 'pretrain')
 
@@ -79,6 +82,7 @@ class Inputs:
     self.cfg = cfg
     self._probe_texts = None
     d = cfg.data
+    _check_rehearsal(d)
     if d.mode == 'sft':
       self.render = data_lib.make_render_fn(
           self.tokenizer,
@@ -87,6 +91,11 @@ class Inputs:
           cfg.chat_template,
       )
       self.examples = data_lib.sft_examples(self.render, d.seq_len)
+      if d.rehearsal_fraction:
+        self.examples = rehearsal.examples_fn(
+            self.examples,
+            pretrain_data.example_fn(self.tokenizer, d.seq_len),
+        )
     else:
       self.render = None
       self.examples = pretrain_data.example_fn(self.tokenizer, d.seq_len)
@@ -99,11 +108,24 @@ class Inputs:
         path, lines, d.synthetic_fraction, d.seed, tuple(d.synthetic_kinds)
     )
 
+  def train_source(self):
+    """The training elements (trajectories and rehearsal texts mixed)."""
+    d = self.cfg.data
+    source = self._source(d.train_path, d.train_lines)
+    if not d.rehearsal_fraction:
+      return source
+    texts = pretrain_data.CorpusTexts(
+        d.rehearsal_path,
+        (0, 0),
+        d.synthetic_fraction,
+        d.seed,
+        tuple(d.synthetic_kinds),
+    )
+    return rehearsal.Mixed(source, texts, d.rehearsal_fraction, d.seed)
+
   def train_updates(self) -> grain.IterDataset:
     d = self.cfg.data
-    return data_lib.packed_updates(
-        self._source(d.train_path, d.train_lines), self.examples, d
-    )
+    return data_lib.packed_updates(self.train_source(), self.examples, d)
 
   def validation(self) -> Iterator[data_lib.Example]:
     d = self.cfg.data
@@ -112,18 +134,41 @@ class Inputs:
     )
 
   def copy_probe(self) -> Iterator[data_lib.Example] | None:
-    """Pretrain mode: the copy probe over the validation documents' titles
-    (`pretrain_data.copy_probe_texts`) as validation batches; else None."""
+    """The copy probe (`pretrain_data.copy_probe_texts`) as validation
+    batches: in pretrain mode over the validation documents' titles, in SFT
+    with rehearsal over the rehearsal corpus's (the pretraining's probe when
+    both read one corpus); else None."""
     d = self.cfg.data
-    if d.mode != 'pretrain' or not d.val_path:
+    if d.mode == 'pretrain' and d.val_path:
+      corpus, lines = d.val_path, d.val_lines
+    elif d.mode == 'sft' and d.rehearsal_fraction:
+      corpus, lines = d.rehearsal_path, (0, 0)
+    else:
       return None
     if self._probe_texts is None:  # read the corpus once, not every eval
-      titles = pretrain_data.CorpusTexts(d.val_path, d.val_lines).titles
+      titles = pretrain_data.CorpusTexts(corpus, lines).titles
       self._probe_texts = pretrain_data.copy_probe_texts(titles)
     return data_lib.packed_validation(
         self._probe_texts,
         pretrain_data.copy_probe_fn(self.tokenizer, d.seq_len),
         d,
+    )
+
+
+def _check_rehearsal(d: data_lib.DataConfig) -> None:
+  """Rehearsal needs SFT mode, a corpus and a fraction in [0, 1)."""
+  if not 0.0 <= d.rehearsal_fraction < 1.0:
+    raise data_lib.DataError(
+        f'data.rehearsal_fraction must be in [0, 1), got {d.rehearsal_fraction}'
+    )
+  if d.rehearsal_fraction and d.mode != 'sft':
+    raise data_lib.DataError(
+        f'data.rehearsal_fraction is for SFT mode; data.mode is {d.mode!r}'
+    )
+  if d.rehearsal_fraction and not d.rehearsal_path:
+    raise data_lib.DataError(
+        'data.rehearsal_fraction > 0 needs data.rehearsal_path (a'
+        ' [{title, text}] corpus)'
     )
 
 
