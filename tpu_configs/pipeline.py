@@ -175,6 +175,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       warmup=20 if learn else 5,
       eval_every=100 if learn else 30,
       init=('init_from={pretrain}',),
+      # The share of SFT's training elements that are pretraining texts
+      # (the pretrain section's corpus, synthetic_fraction and kinds;
+      # train.sft data.rehearsal_*), so SFT keeps what pretraining formed
+      # (copying). 0 = demonstrations only.
+      rehearsal=0.0,
       extra=(),
   )
   # Held-out evaluation with the in-process sampler, greedy, exact match.

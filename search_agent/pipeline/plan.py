@@ -252,6 +252,19 @@ def _climb_sft(c) -> Stage:
   )
 
 
+def _rehearsal(c) -> dict:
+  """SFT overrides mixing pretraining's texts into its elements, if on."""
+  s, p = c.sft, c.pretrain
+  if not s.rehearsal:
+    return {}  # absent, so stages run without it keep their hashes
+  return {
+      'data.rehearsal_path': BUNDLED_CORPUS,
+      'data.rehearsal_fraction': s.rehearsal,
+      'data.synthetic_fraction': p.synthetic_fraction,
+      'data.synthetic_kinds': tuple(p.synthetic_kinds),
+  }
+
+
 def _sft_stage(c, name: str, train: str, updates: int, extra) -> Stage:
   s = c.sft
   return Stage(
@@ -274,6 +287,7 @@ def _sft_stage(c, name: str, train: str, updates: int, extra) -> Stage:
           'schedule.warmup_steps': s.warmup,
           'eval_every': min(s.eval_every, updates),
           'checkpoint.every': max(1, updates // 4),
+          **_rehearsal(c),
           **extra,
       },
   )

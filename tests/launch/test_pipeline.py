@@ -259,6 +259,20 @@ def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
   assert stages['eval_before_sft'].overrides['sampler.checkpoint_dir'] == ''
 
 
+def test_sft_rehearses_the_pretraining_texts_only_when_asked():
+  c = pipeline_config.get_config('learn')
+  sft = {s.name: s for s in plan.build(c)}['sft']
+  assert not any(k.startswith('data.rehearsal') for k in sft.overrides)
+  c.sft.rehearsal = 0.5
+  sft = {s.name: s for s in plan.build(c)}['sft']
+  o = sft.overrides
+  assert o['data.rehearsal_fraction'] == 0.5
+  assert o['data.rehearsal_path'] == plan.BUNDLED_CORPUS
+  # The pretraining's mix of corpus documents and synthetic sequences.
+  assert o['data.synthetic_fraction'] == c.pretrain.synthetic_fraction
+  assert o['data.synthetic_kinds'] == ('shuffle',)
+
+
 def test_evaluations_are_served_unless_asked_in_process():
   c = pipeline_config.get_config('tiny')
   evals = [s for s in plan.build(c) if s.module == 'eval.run']
