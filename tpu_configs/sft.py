@@ -111,6 +111,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           # Pretrain: synthetic kinds in turn ('copy', 'recall', 'shuffle',
           # 'names').
           synthetic_kinds=('copy', 'recall'),
+          # SFT: this share of the training elements are pretraining texts
+          # of the `[{title, text}]` corpus at rehearsal_path (with the
+          # synthetic settings above; train/sft/rehearsal.py). 0 = none.
+          rehearsal_path='',
+          rehearsal_fraction=0.0,
       )
   )
   c.checkpoint = ml_collections.ConfigDict(

@@ -271,6 +271,8 @@ def test_sft_rehearses_the_pretraining_texts_only_when_asked():
   # The pretraining's mix of corpus documents and synthetic sequences.
   assert o['data.synthetic_fraction'] == c.pretrain.synthetic_fraction
   assert o['data.synthetic_kinds'] == ('shuffle',)
+  data = _parsed_config(sft).data  # as train.sft parses the stage's flags
+  assert (data.rehearsal_fraction, data.synthetic_fraction) == (0.5, 0.95)
 
 
 def test_evaluations_are_served_unless_asked_in_process():
