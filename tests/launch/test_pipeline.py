@@ -261,6 +261,8 @@ def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
 
 def test_sft_rehearses_the_pretraining_texts_only_when_asked():
   c = pipeline_config.get_config('learn')
+  assert c.sft.rehearsal == 0.5  # `learn`'s default; `tiny` does not rehearse
+  c.sft.rehearsal = 0.0
   sft = {s.name: s for s in plan.build(c)}['sft']
   assert not any(k.startswith('data.rehearsal') for k in sft.overrides)
   c.sft.rehearsal = 0.5
