@@ -28,12 +28,12 @@ unchanged; search_agent/pipeline/plan.py wires them):
 Variants: 'tiny' (the README's main job: under 15 minutes on 2 free cores)
 and 'learn' (the learning-signal benchmark: 200 held-out tasks, every train
 task's demonstrations, the tiny model with 4 layers, 1,000 pretraining and
-1,200 SFT updates, 60 RL updates, RL checked on its own tasks; 73 minutes
-of stages on 2 free cores with served evaluations, ~105 with in-process
-ones).
+1,200 SFT updates rehearsing the pretraining texts, 60 RL updates, RL
+checked on its own tasks; 68 minutes of stages on 2 free cores with served
+evaluations).
 WORKSPACE.md "Learning signal" has measured runs of it (at these
-defaults: 17.0% held-out pass@1 after SFT, 16.0% after RL; on the tasks RL
-trained on 42.1% -> 50.0%, McNemar p = 0.00055) and their figures.
+defaults: 31.0% held-out pass@1 after SFT, 30.5% after RL; on the tasks RL
+trained on 59.2% -> 60.8%, p = 0.45) and their figures.
 """
 
 import ml_collections
