@@ -127,6 +127,17 @@ def split_devices(c, role: str) -> tuple[list, list]:
   devs = jax.devices()
   if role != 'all':
     return devs, devs
+  if c.rollout.policy != 'in_process':
+    # Rollouts are sampled by servers or an endpoint: the sampler takes no
+    # devices. An unset learner.devices is still half (the CPU runs' measured
+    # layout), but at least one, so a single accelerator trains.
+    n_l = c.learner.devices or max(1, len(devs) // 2)
+    if n_l > len(devs):
+      raise RLSetupError(
+          f'learner.devices={n_l} does not fit the {len(devs)} devices of'
+          ' this process'
+      )
+    return devs[:n_l], []
   n_l = c.learner.devices or len(devs) // 2
   n_s = c.sampler.devices or len(devs) - n_l
   if n_l + n_s > len(devs) or min(n_l, n_s) < 1:

@@ -34,6 +34,23 @@ def test_split_devices_and_judge(repo_root):
     setup.scorer(c)
 
 
+def test_served_rollouts_leave_the_sampler_no_devices(repo_root, monkeypatch):
+  c = _config(repo_root)
+  c.rollout.policy = 'server'
+  learner, sampler = setup.split_devices(c, 'all')
+  assert len(learner) == c.learner.devices == 4 and sampler == []
+  c.learner.devices = 0  # unset: half of the 8 host devices
+  learner, sampler = setup.split_devices(c, 'all')
+  assert len(learner) == 4 and sampler == []
+  # One accelerator: the learner takes it (half of one would be none).
+  monkeypatch.setattr(jax, 'devices', lambda: jax.local_devices()[:1])
+  learner, sampler = setup.split_devices(c, 'all')
+  assert len(learner) == 1 and sampler == []
+  c.learner.devices = 2
+  with pytest.raises(setup.RLSetupError, match='does not fit the 1 devices'):
+    setup.split_devices(c, 'all')
+
+
 @pytest.mark.maxtext
 @pytest.mark.slow
 def test_learner_starts_from_an_sft_checkpoint(repo_root, tmp_path):
