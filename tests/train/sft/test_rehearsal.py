@@ -80,16 +80,21 @@ def _cfg(corpus, train, tokenizer_dir, **data):
   )
 
 
-def test_sft_inputs_mix_rehearsal_texts_with_every_token_a_target(
-    tmp_path, corpus, sft_jsonl, tiny_tokenizer_dir
-):
-  cfg = _cfg(
+def _rehearsing(corpus, sft_jsonl, tokenizer_dir):
+  """SFT on the trajectories, half its elements the corpus's texts."""
+  return _cfg(
       corpus,
       sft_jsonl,
-      tiny_tokenizer_dir,
+      tokenizer_dir,
       rehearsal_path=corpus,
       rehearsal_fraction=0.5,
   )
+
+
+def test_sft_inputs_mix_rehearsal_texts_with_every_token_a_target(
+    tmp_path, corpus, sft_jsonl, tiny_tokenizer_dir
+):
+  cfg = _rehearsing(corpus, sft_jsonl, tiny_tokenizer_dir)
   inputs = inputs_lib.Inputs(cfg, str(tmp_path))
   source = inputs.train_source()
   assert len(source) == 16  # 8 trajectories + 8 texts
@@ -153,13 +158,7 @@ def test_bad_rehearsal_settings_say_what_is_wrong(
 def test_sft_with_rehearsal_trains_and_reports_the_copy_probe(
     tmp_path, corpus, sft_jsonl, tiny_tokenizer_dir
 ):
-  cfg = _cfg(
-      corpus,
-      sft_jsonl,
-      tiny_tokenizer_dir,
-      rehearsal_path=corpus,
-      rehearsal_fraction=0.5,
-  )
+  cfg = _rehearsing(corpus, sft_jsonl, tiny_tokenizer_dir)
   trainer.train(cfg, str(tmp_path), devices=jax.devices()[:1])
   rows = metrics_lib.read_metrics(str(tmp_path / 'metrics.jsonl'))
   assert [r['step'] for r in rows] == [1, 2]
