@@ -171,7 +171,9 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
   c.learner = ml_collections.ConfigDict(
       dict(
           layout='recipe_tp2_cp8_ep8',
-          devices=0,  # --role=all: the first N devices (0 = half)
+          # --role=all: the first N devices (0 = half; at least one when
+          # rollouts are served, which leaves the sampler none).
+          devices=0,
           seq_len=262_144,
           microbatch_size=1,
           dynamic_sampling=True,
@@ -186,7 +188,9 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
   c.sampler = ml_collections.ConfigDict(
       dict(
           layout='fsdp',
-          devices=0,  # --role=all: the last N devices (0 = the other half)
+          # --role=all, in_process rollouts: the last N devices (0 = the
+          # other half).
+          devices=0,
           batch_size=16,
           max_prompt_len=229_376,
           max_new_tokens=32_768,
