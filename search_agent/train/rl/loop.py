@@ -265,7 +265,8 @@ class LearnerLoop:
     return f'{self.workdir}/parity.json'
 
   def _parity_done(self) -> bool:
-    return os.path.exists(self._parity_path())
+    """A passed check on record (a failed one is run again on resume)."""
+    return parity_lib.passed(self._parity_path())
 
   # -- the loop -----------------------------------------------------------
   def run(self) -> int:

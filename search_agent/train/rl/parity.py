@@ -1,7 +1,9 @@
 """Step-0 parity: the learner's logprobs of the first groups vs sampling.
 
 Before the first update the learner recomputes, routing replayed, the
-logprob of every generated token of the first gradient chunk and compares
+logprob of every generated token of the first gradient chunk (every token
+with a policy version, including those of invalid turns, which carry no
+loss: a first chunk of all-invalid rollouts is still checked) and compares
 it with the logprob the sampler recorded: max |delta| must stay under the
 configured tolerance, the IcePop mask rate should be ~0, and the routing
 record must not be all zeros (a capture that silently returns zeros is a
@@ -45,7 +47,7 @@ def measure(
   diffs, kept, n_tok, nonzero, routed = [], 0, 0, 0, True
   for mb in microbatches:
     lp = np.asarray(logprob_fn(params, mb.tokens_bt, **mb.extras))
-    gen = (mb.batch.loss_mask_bt > 0) & (mb.batch.versions_bt >= 0)
+    gen = mb.batch.versions_bt >= 0  # sampled, whether trained on or not
     d = np.abs(lp - mb.batch.gen_logprobs_bt)[gen]
     diffs.append(d)
     w = np.exp(lp - mb.batch.gen_logprobs_bt)[gen]
@@ -93,3 +95,12 @@ def check(
     json.dump(out, f, indent=1)
   if problems:
     raise ParityError('step-0 parity failed: ' + '; '.join(problems))
+
+
+def passed(path: str | os.PathLike[str]) -> bool:
+  """Whether `path` records a check that passed (False when absent)."""
+  try:
+    with open(path, encoding='utf-8') as f:
+      return bool(json.load(f).get('ok'))
+  except FileNotFoundError:
+    return False

@@ -148,10 +148,39 @@ def test_parity_fails_on_a_corrupted_routing_record(model, fns, tmp_path):
   pcfg = parity.ParityConfig(max_abs_logprob_diff=1e-3)
   shifted = dataclasses.replace(mb, routing_btlk=(mb.routing_btlk + 1) % 4)
   report = parity.measure(fn, model.params, [shifted], cfg)
+  assert not parity.passed(tmp_path / 'parity.json')  # none on record yet
   with pytest.raises(parity.ParityError, match='max'):
     parity.check(report, pcfg, tmp_path / 'parity.json')
+  assert not parity.passed(tmp_path / 'parity.json')  # checked again on resume
+  parity.check(parity.measure(fn, model.params, [mb], cfg), pcfg,
+               tmp_path / 'parity.json')  # fmt: skip
+  assert parity.passed(tmp_path / 'parity.json')
   zeros = dataclasses.replace(mb, routing_btlk=np.zeros_like(mb.routing_btlk))
   report = parity.measure(fn, model.params, [zeros], cfg)
   with pytest.raises(parity.ParityError, match='all zeros'):
     parity.check(report, dataclasses.replace(pcfg, max_abs_logprob_diff=1e9),
                  tmp_path / 'parity.json')  # fmt: skip
+
+
+def test_parity_checks_generated_tokens_that_carry_no_loss(model, fns):
+  """A first chunk of invalid turns only (loss mask 0) is still compared."""
+  (mb,) = learner.pack_update([_rollouts(model, fns)], seq_len=T, batch_size=2)
+  untrained = dataclasses.replace(
+      mb,
+      batch=mb.batch._replace(
+          loss_mask_bt=np.zeros_like(mb.batch.loss_mask_bt)
+      ),
+  )
+  cfg = loss_lib.PolicyLossConfig()
+  report = parity.measure(fns[1], model.params, [untrained], cfg)
+  assert report['tokens'] == (N - PROMPT) + (N - PROMPT - 4)
+  assert report['max_abs_logprob_diff'] < 1e-4
+  off = dataclasses.replace(
+      untrained,
+      batch=untrained.batch._replace(
+          gen_logprobs_bt=untrained.batch.gen_logprobs_bt - 1
+      ),
+  )
+  assert parity.measure(fns[1], model.params, [off], cfg)[
+      'max_abs_logprob_diff'
+  ] == pytest.approx(1.0, abs=1e-3)
