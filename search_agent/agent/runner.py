@@ -6,9 +6,13 @@ to the output file as soon as it ends (one line, fsynced). A coroutine that
 raises becomes a trajectory with status 'failed' and the error text: a crash
 is recorded, never lost. Tasks whose trajectory id is already in the file are
 skipped, so an interrupted run resumes where it stopped.
+`rewrite_in_task_order` puts a finished file in task order, so whatever
+reads it first-come (filters keeping the first rollouts of a task) does not
+depend on which run ended first.
 """
 
 import asyncio
+import json
 import os
 import time
 import traceback
@@ -100,3 +104,32 @@ async def run_all(
   ]
   await asyncio.gather(*jobs)
   return written
+
+
+def rewrite_in_task_order(
+    path: str | os.PathLike[str],
+    tasks: Iterable[task_lib.Task],
+    *,
+    samples: int = 1,
+) -> None:
+  """Rewrites `run_all`'s output at `path` in (task, sample) order.
+
+  Lines are kept byte for byte; lines of other ids, and unreadable ones,
+  follow in the order they had. The file is replaced atomically.
+  """
+  order = [trajectory_id(t, s) for t in tasks for s in range(samples)]
+  rank = {traj_id: i for i, traj_id in enumerate(order)}
+  with open(path, encoding='utf-8') as f:
+    lines = [l if l.endswith('\n') else l + '\n' for l in f if l.strip()]
+
+  def key(item: tuple[int, str]) -> tuple[int, int]:
+    i, line = item
+    try:
+      return rank[json.loads(line)['id']], i
+    except (ValueError, KeyError, TypeError):
+      return len(rank), i
+
+  tmp = f'{os.fspath(path)}.tmp'
+  with open(tmp, 'w', encoding='utf-8') as f:
+    f.writelines(l for _, l in sorted(enumerate(lines), key=key))
+  os.replace(tmp, path)

@@ -9,7 +9,10 @@ r"""Collects teacher demonstrations in the real environment.
 Each task runs `--rollouts` times through the ReAct loop with a fresh
 Toolbox over the embedded index, exactly as `eval.run` would run it (same
 system prompt, tool text, top_k and snippet length), and every trajectory is
-appended to OUT/trajectories.jsonl (an interrupted run resumes). The teacher
+appended to OUT/trajectories.jsonl (an interrupted run resumes); at the end
+the file is rewritten in task order, rollouts by index, so what filtering
+keeps (first rollouts per task, first of duplicates) and hence SFT's data do
+not depend on which rollouts finished first. The teacher
 is the programmatic stand-in (search_agent/agent/teacher.py) unless an
 OpenAI-compatible endpoint is given. OUT/manifest.json names the teacher and
 the environment; OUT/summary.json counts statuses, recoveries and tool calls.
@@ -141,6 +144,7 @@ async def collect(tasks, env: environment.Environment, out_dir: str) -> dict:
         max_concurrency=_CONCURRENCY.value,
         samples=_ROLLOUTS.value,
     )
+  runner.rewrite_in_task_order(path, tasks, samples=_ROLLOUTS.value)
   errors: list[trajectory.LineError] = []
   trajs = list(trajectory.iter_jsonl(path, errors))
   name = endpoint.name if endpoint else teacher_lib.NAME

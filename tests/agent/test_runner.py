@@ -29,6 +29,29 @@ def _ok(task, traj_id):
   )
 
 
+def test_rewrite_in_task_order_keeps_every_line_byte_for_byte(tmp_path):
+  out = tmp_path / 'traj.jsonl'
+
+  async def run_one(task, traj_id):  # later tasks finish first
+    await asyncio.sleep(0.01 * (6 - int(task.id[1:])))
+    return _ok(task, traj_id)
+
+  asyncio.run(
+      runner.run_all(TASKS[:3], run_one, out, max_concurrency=6, samples=2)
+  )
+  finished = out.read_text().splitlines(keepends=True)
+  assert json.loads(finished[0])['id'].startswith('t2#')  # completion order
+  with open(out, 'a', encoding='utf-8') as f:
+    f.write('{"id": "other#0"}\nnot json\n')
+  runner.rewrite_in_task_order(out, TASKS[:3], samples=2)
+  lines = out.read_text().splitlines(keepends=True)
+  ids = [json.loads(l)['id'] for l in lines[:6]]
+  assert ids == ['t0#0', 't0#1', 't1#0', 't1#1', 't2#0', 't2#1']
+  assert sorted(lines[:6]) == sorted(finished)  # the same bytes
+  assert lines[6:] == ['{"id": "other#0"}\n', 'not json\n']  # kept, last
+  assert not list(tmp_path.glob('*.tmp'))
+
+
 def test_bound_crash_and_resume(tmp_path):
   out = tmp_path / 'traj.jsonl'
   state = {'now': 0, 'max': 0}

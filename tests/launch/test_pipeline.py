@@ -95,6 +95,12 @@ def test_front_stages_run_then_reuse_then_rerun_downstream(tmp_path):
   assert {r['status'] for r in recorded.values()} == {'done'}
   trajs = (tmp_path / 'collect' / 'trajectories.jsonl').read_text()
   assert len(trajs.splitlines()) == 12 * 3
+  tasks = (tmp_path / 'tasks' / 'tasks.train.jsonl').read_text().splitlines()
+  task_ids = [json.loads(l)['id'] for l in tasks]
+  # In task order, whichever rollout finished first (filtering keeps firsts).
+  assert [json.loads(l)['id'] for l in trajs.splitlines()] == [
+      f'{t}#{k}' for t in task_ids for k in range(3)
+  ]
   split = json.loads((tmp_path / 'split' / 'split.json').read_text())
   assert split['train'] > 0 and split['val'] >= 2
 
