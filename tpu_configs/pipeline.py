@@ -33,9 +33,10 @@ checked on its own tasks; 68 minutes of stages on 2 free cores with served
 evaluations, 83 with other work beside it; 10.6 on one H200 without the
 rl_seen evaluations).
 WORKSPACE.md "Learning signal" has measured runs of it (at these
-defaults, two runs: 31.0% / 28.5% held-out pass@1 after SFT, 30.5% / 29.0%
-after RL; on the tasks RL trained on +1.7 / +2.1 points, p = 0.45 / 0.33)
-and their figures.
+defaults, three runs: 31.0% / 28.5% / 25.0% held-out pass@1 after SFT,
+30.5% / 29.0% / 24.5% after RL; on the tasks RL trained on +1.7 / +2.1 /
++3.3 points, p = 0.45 / 0.33 / 0.096; the third, H, reproducible: the
+first two kept other rollouts of the same tasks) and their figures.
 """
 
 import ml_collections
