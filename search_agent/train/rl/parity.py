@@ -98,9 +98,10 @@ def check(
 
 
 def passed(path: str | os.PathLike[str]) -> bool:
-  """Whether `path` records a check that passed (False when absent)."""
+  """Whether `path` records a check that passed (False when absent or
+  unreadable, e.g. cut short by a crash: the check then runs again)."""
   try:
     with open(path, encoding='utf-8') as f:
-      return bool(json.load(f).get('ok'))
-  except FileNotFoundError:
+      return json.load(f).get('ok') is True
+  except (FileNotFoundError, ValueError, AttributeError):
     return False

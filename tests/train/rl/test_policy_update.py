@@ -155,6 +155,8 @@ def test_parity_fails_on_a_corrupted_routing_record(model, fns, tmp_path):
   parity.check(parity.measure(fn, model.params, [mb], cfg), pcfg,
                tmp_path / 'parity.json')  # fmt: skip
   assert parity.passed(tmp_path / 'parity.json')
+  (tmp_path / 'cut.json').write_text('{"tokens": 12, "ok": tr')  # crashed
+  assert not parity.passed(tmp_path / 'cut.json')
   zeros = dataclasses.replace(mb, routing_btlk=np.zeros_like(mb.routing_btlk))
   report = parity.measure(fn, model.params, [zeros], cfg)
   with pytest.raises(parity.ParityError, match='all zeros'):
