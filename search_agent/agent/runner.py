@@ -18,6 +18,7 @@ import time
 import traceback
 from typing import Awaitable, Callable, Iterable
 
+from search_agent import paths
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
 
@@ -129,7 +130,6 @@ def rewrite_in_task_order(
     except (ValueError, KeyError, TypeError):
       return len(rank), i
 
-  tmp = f'{os.fspath(path)}.tmp'
-  with open(tmp, 'w', encoding='utf-8') as f:
-    f.writelines(l for _, l in sorted(enumerate(lines), key=key))
-  os.replace(tmp, path)
+  paths.write_atomic(
+      path, ''.join(l for _, l in sorted(enumerate(lines), key=key))
+  )
