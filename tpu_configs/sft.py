@@ -116,6 +116,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           # synthetic settings above; train/sft/rehearsal.py). 0 = none.
           rehearsal_path='',
           rehearsal_fraction=0.0,
+          # The output head and loss only at supervised positions, gathered
+          # per row to a multiple of this (train/data.py score_index): the
+          # :learn split's demonstrations supervise ~13% of their tokens, and
+          # the tiny model's 4,096-word head is over half its matmul FLOPs.
+          # The same loss and gradients (tests/train/sft/test_loss.py); one
+          # compiled step per gathered length met. 0 = every position.
+          loss_positions_multiple=128 if tiny else 0,
       )
   )
   c.checkpoint = ml_collections.ConfigDict(

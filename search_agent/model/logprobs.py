@@ -81,8 +81,14 @@ def token_logprobs(
     targets_bt: jax.Array,
     forced_bsle: jax.Array | None = None,
     temperature: float = 1.0,
+    score_index_bs: jax.Array | None = None,
 ) -> tuple[jax.Array, maxtext_model.ForwardOut]:
-  """Forward pass + chunked log-probs of `targets_bt`; call under rules()."""
+  """Forward pass + chunked log-probs of `targets_bt`; call under rules().
+
+  With `score_index_bs` [b, s] the output head runs only at those positions
+  and the log-probs are [b, s] (position `score_index_bs[b, j]`); else
+  [b, t].
+  """
   out = maxtext_model.forward(
       model.graphdef,
       params,
@@ -96,11 +102,17 @@ def token_logprobs(
   logits_fn = functools.partial(
       maxtext_model.logits_from_hidden, model.graphdef, params, model.rest
   )
+  hidden, chunk = out.hidden_btd, model.config.logits_chunk
+  if score_index_bs is not None:
+    hidden = jnp.take_along_axis(hidden, score_index_bs[..., None], axis=1)
+    targets_bt = jnp.take_along_axis(targets_bt, score_index_bs, axis=1)
+    s = score_index_bs.shape[1]
+    chunk = -(-s // -(-s // chunk))  # as many chunks, as little padding
   lp = chunked_token_logprobs(
       logits_fn,
-      out.hidden_btd,
+      hidden,
       targets_bt,
-      model.config.logits_chunk,
+      chunk,
       model.config.logits_remat,
       temperature,
   )

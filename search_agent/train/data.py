@@ -71,6 +71,12 @@ class DataConfig:
       training elements (`train.sft.rehearsal`); '' = none.
     rehearsal_fraction: SFT: the share of training elements that are
       rehearsal texts, in [0, 1).
+    loss_positions_multiple: When > 0, each update also carries
+      `score_index` [M, b, S] (`score_index`): every row's supervised
+      positions first, so the output head and the loss run on S positions
+      instead of seq_len (S: the update's most supervised tokens in one row,
+      rounded up to a multiple of this; one compiled step per S met). 0 (or
+      S >= seq_len): every position is scored.
   """
 
   train_path: str
@@ -89,6 +95,14 @@ class DataConfig:
   synthetic_kinds: tuple[str, ...] = ('copy', 'recall')
   rehearsal_path: str = ''
   rehearsal_fraction: float = 0.0
+  loss_positions_multiple: int = 0
+
+  def __post_init__(self):
+    if self.loss_positions_multiple < 0:
+      raise ValueError(
+          'loss_positions_multiple must be >= 0 (0 = score every position),'
+          f' got {self.loss_positions_multiple}'
+      )
 
 
 class JsonlTrajectories:
@@ -269,7 +283,34 @@ def _stack(rows: Sequence[Example], cfg: DataConfig) -> Example:
       shape
   )
   batch['loss_mask'] = batch['loss_mask'] * (batch['segment_ids'] > 0)
+  if cfg.loss_positions_multiple:
+    index = score_index(batch['loss_mask'], cfg.loss_positions_multiple)
+    if index is not None:
+      batch['score_index'] = index
   return batch
+
+
+def score_index(loss_mask: np.ndarray, multiple: int) -> np.ndarray | None:
+  """Positions to score per row: the supervised ones first, in order.
+
+  Args:
+    loss_mask: [..., T] (non-zero = supervised).
+    multiple: S is the most supervised positions of any row, rounded up to a
+      multiple of this.
+
+  Returns:
+    int32 [..., S]: each row's supervised positions ascending, then its
+    unsupervised ones ascending (their mask is 0, so gathering the mask with
+    it keeps every supervised position exactly once); None when S >= T
+    (nothing to save).
+  """
+  t = loss_mask.shape[-1]
+  most = int((loss_mask > 0).sum(-1).max(initial=0))
+  s = max(-(-most // multiple), 1) * multiple
+  if s >= t:
+    return None
+  order = np.argsort(loss_mask <= 0, axis=-1, kind='stable')
+  return order[..., :s].astype(np.int32)
 
 
 def packed_updates(

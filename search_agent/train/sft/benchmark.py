@@ -7,15 +7,18 @@
 (the pipeline's SFT shape: two 2,048-token microbatches of ~420-token
 demonstrations; `--seq_len=512 --rows=8 --segment=150` is pretrain_tiny's).
 In one process, on the tiny MoE with Muon, an update of `rows` packed rows of
-`seq_len` tokens (segments of `segment` tokens, all supervised):
+`seq_len` tokens (segments of `segment` tokens, the last `--supervised` share
+of every 50-token run supervised: 0.13 as in the `:learn` demonstrations,
+1.0 for pretraining):
   * `before`: one row per microbatch (`micro_steps=rows`), full remat,
     256-position logits chunks recomputed in the backward, MaxText's
     dot-product attention (the tiny SFT settings before issue 14);
   * `after`: the same microbatching with `--after_block`-position blocked
     attention (`ModelConfig.attention_block`: block pairs without a shared
     segment skipped), logits chunks of `--after_chunk` kept for the backward
-    (`logits_remat=False`) and remat `--after_remat` (the tiny configs'
-    settings, tpu_configs/sft.py);
+    (`logits_remat=False`), remat `--after_remat`, and the head and loss
+    only at supervised positions gathered to a multiple of
+    `--after_loss_multiple` (the tiny configs' settings, tpu_configs/sft.py);
 then, for a like-for-like check against MaxText's own `train.main` (one
 microbatch of `rows` rows, AdamW), ours with the `after` settings in that
 shape (`after_adamw`) and MaxText's (its own attention and logits). Reported:
@@ -42,6 +45,7 @@ import numpy as np
 from search_agent.model import families
 from search_agent.model import maxtext_model
 from search_agent.model import reference_train
+from search_agent.train import data as data_lib
 from search_agent.train import optim
 from search_agent.train.sft import flops as flops_lib
 from search_agent.train.sft import step as step_lib
@@ -54,23 +58,49 @@ _LAYOUT = flags.DEFINE_string('layout', 'fsdp', 'Layout preset.')
 _REMAT = flags.DEFINE_string('after_remat', 'full', "'after' remat policy.")
 _BLOCK = flags.DEFINE_integer('after_block', 128, "'after' attention block.")
 _CHUNK = flags.DEFINE_integer('after_chunk', 256, "'after' logits chunk.")
+_SUPERVISED = flags.DEFINE_float(
+    'supervised',
+    0.13,
+    'Share of each segment supervised, as the last tokens of every 50-token'
+    " run (turns); 0.13 is the :learn split's demonstrations (0.20 with its"
+    ' rehearsal texts), 1.0 pretraining.',
+)
+_LOSS_MULTIPLE = flags.DEFINE_integer(
+    'after_loss_multiple',
+    128,
+    "'after' scores only supervised positions, gathered to a multiple of this"
+    ' (`DataConfig.loss_positions_multiple`; 0 = every position).',
+)
 _MAXTEXT = flags.DEFINE_bool('maxtext', True, "Also time MaxText's train.main.")
 _WORKDIR = flags.DEFINE_string('workdir', '/tmp/sft_bench', 'Scratch dir.')
 
 
-def make_batch(micro_steps, rows, seq, vocab, segment=420):
-  """Random tokens in packed rows of `segment`-token segments, supervised."""
+def make_batch(
+    micro_steps, rows, seq, vocab, segment=420, supervised=1.0, loss_multiple=0
+):
+  """Random tokens in packed rows of `segment`-token segments.
+
+  The last `supervised` share of every 50-token run of a segment carries the
+  loss (all of it at 1.0); with `loss_multiple` the batch also carries
+  `score_index` (`data.score_index`).
+  """
   rng = np.random.default_rng(0)
   shape = (micro_steps, rows, seq)
   pos = np.arange(seq) % segment
   seg = np.arange(seq) // segment + 1
-  return {
+  mask = (pos % 50) >= 50 - round(50 * supervised)
+  batch = {
       'inputs': rng.integers(0, vocab, shape).astype(np.int32),
       'targets': rng.integers(0, vocab, shape).astype(np.int32),
       'positions': np.broadcast_to(pos, shape).astype(np.int32),
       'segment_ids': np.broadcast_to(seg, shape).astype(np.int32),
-      'loss_mask': np.ones(shape, np.int32),
+      'loss_mask': np.broadcast_to(mask, shape).astype(np.int32),
   }
+  if loss_multiple:
+    index = data_lib.score_index(batch['loss_mask'], loss_multiple)
+    if index is not None:
+      batch['score_index'] = index
+  return batch
 
 
 def _cpu_s() -> float:
@@ -78,7 +108,17 @@ def _cpu_s() -> float:
   return r.ru_utime + r.ru_stime
 
 
-def time_update(cfg, layout, micro_steps, rows, steps, opt='muon', segment=420):
+def time_update(
+    cfg,
+    layout,
+    micro_steps,
+    rows,
+    steps,
+    opt='muon',
+    segment=420,
+    supervised=1.0,
+    loss_multiple=0,
+):
   """(wall, CPU) seconds per update (medians after one compiling update).
 
   CPU seconds (all of this process's threads) move less than wall time when
@@ -96,7 +136,13 @@ def time_update(cfg, layout, micro_steps, rows, steps, opt='muon', segment=420):
   step = step_lib.make_train_step(model, tx)
   batch = jax.device_put(
       make_batch(
-          micro_steps, rows, cfg.max_target_length, cfg.vocab_size, segment
+          micro_steps,
+          rows,
+          cfg.max_target_length,
+          cfg.vocab_size,
+          segment,
+          supervised,
+          loss_multiple,
       ),
       step_lib.batch_sharding(model),
   )
@@ -157,9 +203,23 @@ def main(argv):
       'flops_per_token': fpt,
       'segment': seg,
   }
-  t, c = time_update(before, layout, rows, 1, steps, segment=seg)
+  sup, multiple = _SUPERVISED.value, _LOSS_MULTIPLE.value
+  report['supervised'] = sup
+  report['after_loss_multiple'] = multiple
+  t, c = time_update(
+      before, layout, rows, 1, steps, segment=seg, supervised=sup
+  )
   report['before'] = _figures(t, tokens, remat_fpt(before), peak, c)
-  t, c = time_update(after, layout, rows, 1, steps, segment=seg)
+  t, c = time_update(
+      after,
+      layout,
+      rows,
+      1,
+      steps,
+      segment=seg,
+      supervised=sup,
+      loss_multiple=multiple,
+  )
   report['after'] = _figures(t, tokens, remat_fpt(after), peak, c)
   for k in ('tokens_per_s', 'tokens_per_cpu_s'):
     report[f'after_over_before_{k}'] = report['after'][k] / report['before'][k]

@@ -20,17 +20,33 @@ from search_agent.train.sft import loss as loss_lib
 Batch = dict[str, jax.Array]
 
 
+def _scored_logprobs(model, params, mb):
+  """(log-probs, their loss mask, forward out) of one microbatch.
+
+  Where the batch carries `score_index` (`data.score_index`), only those
+  positions are scored and the mask is gathered with them; the sum over
+  supervised positions is the same.
+  """
+  index = mb.get('score_index')
+  lp, out = logprobs.token_logprobs(
+      model,
+      params,
+      mb['inputs'],
+      mb['positions'],
+      mb['segment_ids'],
+      mb['targets'],
+      score_index_bs=index,
+  )
+  mask = mb['loss_mask']
+  if index is not None:
+    mask = jnp.take_along_axis(mask, index, axis=-1)
+  return lp, mask, out
+
+
 def _microbatch_loss(model, lb_weight, micro_steps, total):
   def fn(params, mb):
-    lp, out = logprobs.token_logprobs(
-        model,
-        params,
-        mb['inputs'],
-        mb['positions'],
-        mb['segment_ids'],
-        mb['targets'],
-    )
-    nll = loss_lib.masked_nll_sum(lp, mb['loss_mask'])
+    lp, mask, out = _scored_logprobs(model, params, mb)
+    nll = loss_lib.masked_nll_sum(lp, mask)
     loss = nll / total + lb_weight * out.lb_loss / micro_steps
     return loss, (nll, out.lb_loss)
 
@@ -95,15 +111,8 @@ def make_eval_step(model: maxtext_model.Model) -> Callable:
 
   def step(params, batch):
     def body(acc, mb):
-      lp, _ = logprobs.token_logprobs(
-          model,
-          params,
-          mb['inputs'],
-          mb['positions'],
-          mb['segment_ids'],
-          mb['targets'],
-      )
-      return acc + loss_lib.masked_nll_sum(lp, mb['loss_mask']), None
+      lp, mask, _ = _scored_logprobs(model, params, mb)
+      return acc + loss_lib.masked_nll_sum(lp, mask), None
 
     nll, _ = jax.lax.scan(body, jnp.zeros((), jnp.float32), batch)
     return nll, loss_lib.eligible_tokens(batch['loss_mask'])

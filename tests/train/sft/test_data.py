@@ -128,3 +128,21 @@ def test_bad_inputs_raise(tmp_path, sft_jsonl):
     data_lib.JsonlTrajectories(str(empty))
   with pytest.raises(data_lib.DataError, match='format'):
     data_lib.JsonlTrajectories(sft_jsonl, fmt='csv')
+
+
+def test_updates_carry_the_supervised_positions_when_asked(sft_jsonl, render):
+  plain = next(iter(data_lib.update_dataset(sft_jsonl, render, _cfg(sft_jsonl))))
+  cfg = _cfg(sft_jsonl, loss_positions_multiple=64)
+  batch = next(iter(data_lib.update_dataset(sft_jsonl, render, cfg)))
+  for k in plain:
+    np.testing.assert_array_equal(batch[k], plain[k])
+  index, mask = batch['score_index'], batch['loss_mask']
+  most = int((mask > 0).sum(-1).max())
+  assert index.shape == (2, 2, -(-most // 64) * 64) and index.shape[-1] < 512
+  gathered = np.take_along_axis(mask, index, -1)
+  assert gathered.sum() == mask.sum() > 0
+  for row_index, row_mask in zip(index.reshape(4, -1), mask.reshape(4, -1)):
+    n = int(row_mask.sum())
+    assert row_index[:n].tolist() == np.flatnonzero(row_mask).tolist()
+  val = list(data_lib.validation_batches(sft_jsonl, render, cfg))
+  assert all('score_index' in b for b in val)
