@@ -90,14 +90,26 @@ def _scores(q, k, seg, off: int) -> jax.Array:
   return jnp.where(_mask(seg, off)[:, :, None, None], s, MASK_VALUE)
 
 
-def _forward(q, k, v, seg):
-  """(output, log-sum-exp), both [b, nb, kv, g, q, .], over every offset.
+def _over_offsets(seg, step, init):
+  """`step(carry, off)` at offset 0, then at each offset some block needs.
 
   Offset 0 (every query block with its own key block) always runs; offset
-  `off` runs only when some query block shares a segment with the key block
-  `off` back (`lax.cond`: a skipped offset costs one comparison).
+  `off` only when some query block shares a segment with the key block `off`
+  back (`lax.cond`: a skipped offset costs one comparison).
   """
-  nb = q.shape[1]
+  carry = step(init, 0)
+  for off in range(1, seg.shape[1]):
+    carry = jax.lax.cond(
+        _needed(seg, off),
+        lambda c, off=off: step(c, off),
+        lambda c: c,
+        carry,
+    )
+  return carry
+
+
+def _forward(q, k, v, seg):
+  """(output, log-sum-exp), both [b, nb, kv, g, q, .], over the offsets."""
 
   def offset(acc, off):
     s = _scores(q, k, seg, off)
@@ -110,15 +122,7 @@ def _forward(q, k, v, seg):
     )
     return part if acc is None else _merge(acc, part)
 
-  acc = offset(None, 0)
-  for off in range(1, nb):
-    acc = jax.lax.cond(
-        _needed(seg, off),
-        lambda acc, off=off: offset(acc, off),
-        lambda acc: acc,
-        acc,
-    )
-  m, l, o = acc
+  m, l, o = _over_offsets(seg, offset, None)
   return o / l, m + jnp.log(l)
 
 
@@ -142,7 +146,6 @@ def _attend_fwd(q, k, v, seg):
 
 def _attend_bwd(res, do):
   q, k, v, seg, o, lse = res
-  nb = q.shape[1]
   # D_i = sum_d dO_i * O_i: the softmax backward's row term.
   delta = jnp.sum(do * o, axis=-1, keepdims=True)
 
@@ -160,17 +163,8 @@ def _attend_bwd(res, do):
     dv = dv + _unshift(jnp.einsum('bnkgqs,bnkgqd->bnskd', p, do), off)
     return dq, dk, dv
 
-  grads = offset(
-      (jnp.zeros_like(q), jnp.zeros_like(k), jnp.zeros_like(v)), 0
-  )
-  for off in range(1, nb):
-    grads = jax.lax.cond(
-        _needed(seg, off),
-        lambda grads, off=off: offset(grads, off),
-        lambda grads: grads,
-        grads,
-    )
-  return (*grads, None)
+  zeros = (jnp.zeros_like(q), jnp.zeros_like(k), jnp.zeros_like(v))
+  return (*_over_offsets(seg, offset, zeros), None)
 
 
 _attend.defvjp(_attend_fwd, _attend_bwd)
