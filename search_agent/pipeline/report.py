@@ -38,6 +38,9 @@ _RL_SEEN = flags.DEFINE_list(
 _VERSIONS = ('jax', 'flax', 'optax', 'maxtext', 'tantivy', 'orbax-checkpoint')
 
 
+REPORT_STAGE = 'report'
+
+
 def tool_calls(stage_dir: str, name: str = 'results.jsonl') -> dict:
   """Histogram and mean of tool calls per trajectory."""
   counts = [
@@ -134,8 +137,14 @@ def build(
     variant: str,
     seen: tuple[str, str] | None = None,
 ) -> dict:
-  """The report dict of a run directory."""
-  records = runner.load_records(run_dir)
+  """The report dict of a run directory.
+
+  The report stage's own record is left out: this is that stage running, so
+  a record on file is an earlier run's.
+  """
+  records = {
+      n: r for n, r in runner.load_records(run_dir).items() if n != REPORT_STAGE
+  }
   outcomes = {
       label: figures.eval_outcomes(os.path.join(run_dir, stage))
       for label, stage in evals

@@ -161,6 +161,10 @@ def test_report_holds_the_contract_fields(tmp_path):
              'reused': False, 'log': ''},
       'e1': {'seconds': 5.0, 'hash': 'h1', 'argv': [], 'figure': '',
              'reused': False, 'log': ''},
+      # An earlier run's report stage: this report replaces it.
+      'report': {'seconds': 2.0, 'hash': 'h2', 'argv': [],
+                 'figure': 'wrote /elsewhere/report.md', 'reused': False,
+                 'log': ''},
   }))  # fmt: skip
   rep = report.build(
       str(tmp_path), [('before_sft', 'e0'), ('after_sft', 'e1')], 't'
@@ -169,6 +173,7 @@ def test_report_holds_the_contract_fields(tmp_path):
   assert (p['n'], p['value']) == (10, 0.4)
   assert p['ci_low'] < 0.4 < p['ci_high']
   assert rep['stages'] == {'e0': 3.0, 'e1': 5.0}
+  assert set(rep['manifest']['stages']) == {'e0', 'e1'}
   assert rep['paired']['after_sft_vs_before_sft']['gained'] == 4
   assert rep['tool_calls']['after_sft']['histogram'] == {'1': 6, '2': 4}
 

@@ -131,7 +131,9 @@ def test_bad_inputs_raise(tmp_path, sft_jsonl):
 
 
 def test_updates_carry_the_supervised_positions_when_asked(sft_jsonl, render):
-  plain = next(iter(data_lib.update_dataset(sft_jsonl, render, _cfg(sft_jsonl))))
+  plain = next(
+      iter(data_lib.update_dataset(sft_jsonl, render, _cfg(sft_jsonl)))
+  )
   cfg = _cfg(sft_jsonl, loss_positions_multiple=64)
   batch = next(iter(data_lib.update_dataset(sft_jsonl, render, cfg)))
   for k in plain:
