@@ -69,9 +69,8 @@ def blocked_causal_attention(
 
 
 def _needed(seg, off: int) -> jax.Array:
-  """Whether any query block shares a segment with the key block `off` back."""
-  seg_o = _shift(seg, off, -1)
-  return jnp.any(seg[:, :, :, None] == seg_o[:, :, None, :])
+  """Whether any query block sees a key of the block `off` back (off >= 1)."""
+  return jnp.any(_mask(seg, off))
 
 
 def _mask(seg, off: int) -> jax.Array:
@@ -152,9 +151,8 @@ def _attend_bwd(res, do):
   def offset(grads, off):
     dq, dk, dv = grads
     k_o, v_o = _shift(k, off, 0.0), _shift(v, off, 0.0)
-    mask = _mask(seg, off)[:, :, None, None]
-    s = jnp.einsum('bnqkgd,bnskd->bnkgqs', q, k_o)
-    p = jnp.where(mask, jnp.exp(s - lse), 0.0)
+    # Masked scores are MASK_VALUE: their probability is exactly 0.
+    p = jnp.exp(_scores(q, k, seg, off) - lse)
     dp = jnp.einsum('bnkgqd,bnskd->bnkgqs', do, v_o)
     ds = p * (dp - delta)
     dq = dq + jnp.einsum('bnkgqs,bnskd->bnqkgd', ds, k_o)

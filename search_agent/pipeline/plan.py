@@ -455,7 +455,7 @@ def _report(c) -> Stage:
   if 'eval_rl_seen_rl' in names:  # only then: earlier reports stay reusable
     flags['rl_seen'] = 'eval_rl_seen_sft,eval_rl_seen_rl'
   return Stage(
-      name='report',
+      name=stages_lib.REPORT_STAGE,
       module='search_agent.pipeline.report',
       flags=flags,
       always=True,

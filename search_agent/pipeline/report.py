@@ -26,6 +26,7 @@ from search_agent.pipeline import figures
 from search_agent.pipeline import plots
 from search_agent.pipeline import report_md
 from search_agent.pipeline import runner
+from search_agent.pipeline import stages as stages_lib
 from search_agent.pipeline import stats
 
 _RUN_DIR = flags.DEFINE_string('run_dir', None, 'The pipeline run directory.')
@@ -36,9 +37,6 @@ _RL_SEEN = flags.DEFINE_list(
     'rl_seen', [], 'SFT and RL eval stages on the tasks RL trained on.'
 )
 _VERSIONS = ('jax', 'flax', 'optax', 'maxtext', 'tantivy', 'orbax-checkpoint')
-
-
-REPORT_STAGE = 'report'
 
 
 def tool_calls(stage_dir: str, name: str = 'results.jsonl') -> dict:
@@ -143,7 +141,9 @@ def build(
   a record on file is an earlier run's.
   """
   records = {
-      n: r for n, r in runner.load_records(run_dir).items() if n != REPORT_STAGE
+      n: r
+      for n, r in runner.load_records(run_dir).items()
+      if n != stages_lib.REPORT_STAGE
   }
   outcomes = {
       label: figures.eval_outcomes(os.path.join(run_dir, stage))

@@ -20,6 +20,8 @@ import re
 from typing import Any, Mapping
 
 _PLACEHOLDER = re.compile(r'\{([a-z_][a-z0-9_]*)\}')
+# The stage that writes DIR/report.md (search_agent.pipeline.report).
+REPORT_STAGE = 'report'
 
 
 class StageError(RuntimeError):

@@ -283,8 +283,14 @@ def _stack(rows: Sequence[Example], cfg: DataConfig) -> Example:
       shape
   )
   batch['loss_mask'] = batch['loss_mask'] * (batch['segment_ids'] > 0)
-  if cfg.loss_positions_multiple:
-    index = score_index(batch['loss_mask'], cfg.loss_positions_multiple)
+  return with_score_index(batch, cfg.loss_positions_multiple)
+
+
+def with_score_index(batch: Example, multiple: int) -> Example:
+  """`batch` with `score_index` added where gathering saves positions
+  (`multiple` > 0 and S < seq_len; `score_index`)."""
+  if multiple:
+    index = score_index(batch['loss_mask'], multiple)
     if index is not None:
       batch['score_index'] = index
   return batch

@@ -82,7 +82,7 @@ def make_batch(
 
   The last `supervised` share of every 50-token run of a segment carries the
   loss (all of it at 1.0); with `loss_multiple` the batch also carries
-  `score_index` (`data.score_index`).
+  `score_index` (`data.with_score_index`).
   """
   rng = np.random.default_rng(0)
   shape = (micro_steps, rows, seq)
@@ -96,11 +96,7 @@ def make_batch(
       'segment_ids': np.broadcast_to(seg, shape).astype(np.int32),
       'loss_mask': np.broadcast_to(mask, shape).astype(np.int32),
   }
-  if loss_multiple:
-    index = data_lib.score_index(batch['loss_mask'], loss_multiple)
-    if index is not None:
-      batch['score_index'] = index
-  return batch
+  return data_lib.with_score_index(batch, loss_multiple)
 
 
 def _cpu_s() -> float:
