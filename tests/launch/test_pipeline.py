@@ -307,12 +307,14 @@ def test_evaluations_are_served_unless_asked_in_process():
 
 def test_name_relation_reaches_the_teacher_only_when_on():
   c = pipeline_config.get_config('tiny')
+  c.teacher.name_relation = False
   collect = {s.name: s for s in plan.build(c)}['collect']
   assert 'name_relation' not in collect.flags  # earlier runs' hash kept
-  c = pipeline_config.get_config('learn')  # on in learn
-  collect = {s.name: s for s in plan.build(c)}['collect']
-  assert collect.flags['name_relation'] is True
-  assert '--name_relation=True' in collect.argv(sys.executable, '/r')
+  for variant in ('tiny', 'learn'):  # on in both
+    c = pipeline_config.get_config(variant)
+    collect = {s.name: s for s in plan.build(c)}['collect']
+    assert collect.flags['name_relation'] is True
+    assert '--name_relation=True' in collect.argv(sys.executable, '/r')
 
 
 def test_question_query_reaches_the_teacher_only_when_on():
