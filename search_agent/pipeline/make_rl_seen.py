@@ -1,7 +1,7 @@
 r"""Writes the tasks RL trained on (search_agent/pipeline/rl_seen.py).
 
   python -m search_agent.pipeline.make_rl_seen --rl=RL_WORKDIR \
-      --tasks=TASKS.jsonl --workdir=OUT
+      [--tasks=TASKS.jsonl] --workdir=OUT
 
 writes OUT/tasks.jsonl (the task file's rows, first use first) and
 OUT/seen.json (counts).
@@ -15,7 +15,12 @@ from absl import flags
 from search_agent.pipeline import rl_seen
 
 _RL = flags.DEFINE_string('rl', None, 'The RL run workdir.')
-_TASKS = flags.DEFINE_string('tasks', None, 'The task JSONL RL drew from.')
+_TASKS = flags.DEFINE_string(
+    'tasks',
+    '',
+    "The task JSONL RL drew from, used where the RL run's manifest names"
+    ' none or its file is gone and this one has the recorded content.',
+)
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 
 
@@ -23,12 +28,12 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   try:
-    counts = rl_seen.write(_RL.value, _TASKS.value, _WORKDIR.value)
+    counts = rl_seen.write(_RL.value, _TASKS.value or None, _WORKDIR.value)
   except rl_seen.SeenError as e:
     raise SystemExit(f'make_rl_seen: {e}') from e
   print(json.dumps(counts))
 
 
 if __name__ == '__main__':
-  flags.mark_flags_as_required(['rl', 'tasks', 'workdir'])
+  flags.mark_flags_as_required(['rl', 'workdir'])
   app.run(main)

@@ -2,13 +2,15 @@
 
 The tasks of the groups the RL run's applied updates consumed (its replay
 queue journal), in the order the updates used them, joined to the task file
-RL drew from. The pipeline evaluates the SFT and the RL checkpoints on them
+RL drew from (the one its manifest names, checked by its hash). The pipeline
+evaluates the SFT and the RL checkpoints on them
 (`eval_rl_seen_sft`, `eval_rl_seen_rl`): whether RL raised pass@1 on the
 questions it was rewarded on, the paired check that its rewards, masks,
 losses and weight sync compose in the right direction, apart from whether
 the gain reaches held-out pages. The binary is `make_rl_seen.py`.
 """
 
+import hashlib
 import json
 import os
 
@@ -27,8 +29,41 @@ def seen_task_ids(rl_workdir: str) -> list[str]:
   return list(dict.fromkeys(t.task_id for t in order))
 
 
-def write(rl_workdir: str, tasks_path: str, workdir: str) -> dict:
-  """Writes workdir/tasks.jsonl and seen.json; returns the counts."""
+def drawn_from(rl_workdir: str, fallback: str | None = None) -> str:
+  """The task file the RL run drew from: the one its manifest.json names,
+  else `fallback` if it holds the content the manifest hashed (a run
+  directory moved since); with no manifest, `fallback`.
+
+  Raises:
+    SeenError: neither file holds the recorded content, or neither is known.
+  """
+  manifest = os.path.join(rl_workdir, 'manifest.json')
+  try:
+    with open(manifest, encoding='utf-8') as f:
+      recorded = json.load(f)['tasks']
+  except FileNotFoundError:
+    if fallback:
+      return fallback
+    raise SeenError(f'{rl_workdir}: no manifest.json and no task file given')
+  except (ValueError, KeyError) as e:
+    raise SeenError(f'{manifest}: no task file recorded ({e})') from e
+  for path in dict.fromkeys(p for p in (recorded['path'], fallback) if p):
+    try:
+      with open(path, 'rb') as f:
+        if hashlib.sha256(f.read()).hexdigest() == recorded['sha256']:
+          return path
+    except OSError:
+      continue
+  raise SeenError(
+      f'{manifest}: RL drew from {recorded["path"]}; neither it nor'
+      f' {fallback} holds that file now'
+  )
+
+
+def write(rl_workdir: str, tasks_path: str | None, workdir: str) -> dict:
+  """Writes workdir/tasks.jsonl and seen.json; returns the counts. The
+  task file is `drawn_from(rl_workdir, tasks_path)`."""
+  tasks_path = drawn_from(rl_workdir, tasks_path)
   ids = seen_task_ids(rl_workdir)
   if not ids:
     raise SeenError(f'{rl_workdir}: no update consumed a group')

@@ -1,5 +1,6 @@
 """The tasks RL trained on: consumed groups only, in the order of use."""
 
+import hashlib
 import json
 
 import pytest
@@ -50,3 +51,28 @@ def test_no_update_or_an_unknown_task_is_an_error(tmp_path):
   traj_lib.append_jsonl(run / 'rollouts-w0.jsonl', _rollout('z', 'z@0', 0))
   with pytest.raises(rl_seen.SeenError, match="not in .*'z'"):
     rl_seen.write(str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'o'))
+
+
+def test_the_task_file_is_the_one_the_run_drew_from(tmp_path):
+  run = tmp_path / 'rl'
+  replay_queue.ReplayQueue(run / 'queue').commit(0, ['b@0'])
+  traj_lib.append_jsonl(run / 'rollouts-w0.jsonl', _rollout('b', 'b@0', 0))
+  with pytest.raises(rl_seen.SeenError, match='no manifest.json'):
+    rl_seen.write(str(run), None, str(tmp_path / 'o'))
+  drawn, other = tmp_path / 'pool.jsonl', tmp_path / 'train.jsonl'
+  _tasks(drawn, ['a', 'b'])
+  _tasks(other, ['a'])
+  sha = hashlib.sha256(drawn.read_bytes()).hexdigest()
+  (run / 'manifest.json').write_text(
+      json.dumps({'tasks': {'path': str(drawn), 'sha256': sha}})
+  )
+  for given in (None, str(other)):  # the manifest's file wins
+    counts = rl_seen.write(str(run), given, str(tmp_path / 'o'))
+    assert counts == {'tasks': 1, 'rl_workdir': str(run), 'from': str(drawn)}
+  moved = tmp_path / 'moved.jsonl'
+  drawn.rename(moved)  # a run directory copied elsewhere: the same content
+  assert rl_seen.write(str(run), str(moved), str(tmp_path / 'o'))['from'] == (
+      str(moved)
+  )
+  with pytest.raises(rl_seen.SeenError, match='neither it nor'):
+    rl_seen.write(str(run), str(other), str(tmp_path / 'o'))
