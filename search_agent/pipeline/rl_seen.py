@@ -10,11 +10,11 @@ losses and weight sync compose in the right direction, apart from whether
 the gain reaches held-out pages. The binary is `make_rl_seen.py`.
 """
 
-import hashlib
 import json
 import os
 
 from search_agent.pipeline import figures
+from search_agent.pipeline import stages as stages_lib
 from search_agent.train.rl import climbing_handoff
 
 
@@ -47,13 +47,9 @@ def drawn_from(rl_workdir: str, fallback: str | None = None) -> str:
     raise SeenError(f'{rl_workdir}: no manifest.json and no task file given')
   except (ValueError, KeyError) as e:
     raise SeenError(f'{manifest}: no task file recorded ({e})') from e
-  for path in dict.fromkeys(p for p in (recorded['path'], fallback) if p):
-    try:
-      with open(path, 'rb') as f:
-        if hashlib.sha256(f.read()).hexdigest() == recorded['sha256']:
-          return path
-    except OSError:
-      continue
+  for path in (recorded['path'], fallback):
+    if path and stages_lib.file_sha256(path) == recorded['sha256']:
+      return path
   raise SeenError(
       f'{manifest}: RL drew from {recorded["path"]}; neither it nor'
       f' {fallback} holds that file now'
