@@ -142,6 +142,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       model='',
       rollouts=3,
       visit=False,
+      # With `visit` (and 'visit' in env.tools): 'always' reads every page
+      # found, 'missing' only one whose search results lack what the next
+      # step needs (TeacherConfig.visit_when).
+      visit_when='always',
       recovery_rate=0.2,
       think=False,
       # The share of rollouts that search the title quoted first: none, as

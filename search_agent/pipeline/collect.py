@@ -56,6 +56,13 @@ _TEACHER = flags.DEFINE_enum(
 _BASE_URL = flags.DEFINE_string('teacher_base_url', '', 'openai: API root.')
 _MODEL = flags.DEFINE_string('teacher_model', '', 'openai: model name.')
 _VISIT = flags.DEFINE_bool('visit', False, 'Programmatic: visit pages found.')
+_VISIT_WHEN = flags.DEFINE_enum(
+    'visit_when',
+    'always',
+    teacher_lib.VISIT_WHEN,
+    'Programmatic, with --visit: every page found, or only when its search'
+    ' results lack what the next step needs.',
+)
 _RECOVERY = flags.DEFINE_float('recovery_rate', 0.2, 'Broken first calls.')
 _THINK = flags.DEFINE_bool('think', False, 'Programmatic: <think> lines.')
 _QUOTE = flags.DEFINE_float('quote_rate', 0.5, 'Quoted first queries.')
@@ -107,6 +114,7 @@ async def collect(tasks, env: environment.Environment, out_dir: str) -> dict:
   )
   teacher_cfg = teacher_lib.TeacherConfig(
       visit=_VISIT.value,
+      visit_when=_VISIT_WHEN.value,
       recovery_rate=_RECOVERY.value,
       think=_THINK.value,
       quote_rate=_QUOTE.value,

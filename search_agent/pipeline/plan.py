@@ -193,6 +193,8 @@ def _collect(c) -> Stage:
     flags['name_relation'] = True
   if t.question_query:  # likewise
     flags['question_query'] = True
+  if t.visit_when != 'always':  # likewise
+    flags['visit_when'] = t.visit_when
   if t.kind == 'openai':
     flags.update(teacher_base_url=t.base_url, teacher_model=t.model)
   return Stage(

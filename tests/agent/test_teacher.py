@@ -1,6 +1,7 @@
 """The programmatic teacher through the real ReAct loop, tools and index."""
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -11,16 +12,31 @@ from search_agent.agent import teacher as teacher_lib
 from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.corpus import twowiki
 from search_agent.corpus.sources import CorpusSpec
+from search_agent.search import engine as engine_lib
 from search_agent.search import tools as tools_lib
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
 
 
 @pytest.fixture(scope='module')
-def engine(tmp_path_factory):
+def index_path(tmp_path_factory):
   path = tmp_path_factory.mktemp('teacher_index') / 'index'
   build_tantivy_index(CorpusSpec(max_docs=500), path)
-  eng = tantivy_engine(path)
+  return path
+
+
+@pytest.fixture(scope='module')
+def engine(index_path):
+  eng = tantivy_engine(index_path)
+  yield eng
+  eng.close()
+
+
+@pytest.fixture(scope='module')
+def short_snippets(index_path):
+  """The same index with 8-word snippets: a page's search result shows
+  less than the page."""
+  eng = tantivy_engine(index_path, engine_lib.snippet_words_config(8))
   yield eng
   eng.close()
 
@@ -106,6 +122,68 @@ def test_visit_reads_the_page_it_found(engine):
   assert [c.name for c in traj.tool_calls] == ['search', 'visit']
   assert traj.tool_calls[1].arguments['ref_id'] == ['r1']
   assert traj.final_answer == 'Lothair II'
+
+
+def test_visit_when_missing_reads_only_a_page_whose_snippet_lacks_the_answer(
+    short_snippets,
+):
+  config = teacher_lib.TeacherConfig(
+      recovery_rate=0, visit=True, visit_when='missing'
+  )
+  tools = ('search', 'visit')
+  # The 8-word snippet holds the date of death, not the brother.
+  died = task_lib.Task(
+      id='t5',
+      question='When did Teutberga die?',
+      answer='11 November 875',
+      evidence=('Teutberga',),
+  )
+  traj = _run(short_snippets, died, config, 0, tools=tools)
+  assert '11 November 875' in traj.messages[3].content  # the search result
+  assert [c.name for c in traj.tool_calls] == ['search']
+  assert traj.final_answer == '11 November 875'
+  brother = dataclasses.replace(
+      died,
+      id='t6',
+      question='Who was the brother of Teutberga?',
+      answer='Hucbert',
+  )
+  traj = _run(short_snippets, brother, config, 0, tools=tools)
+  assert 'Hucbert' not in traj.messages[3].content
+  assert [c.name for c in traj.tool_calls] == ['search', 'visit']
+  assert traj.tool_calls[1].arguments == {
+      'ref_id': ['r1'],
+      'goal': 'Who was the brother of Teutberga?',
+  }
+  assert traj.final_answer == 'Hucbert'
+  # 'always' reads the page whether or not the result showed the answer.
+  always = dataclasses.replace(config, visit_when='always')
+  traj = _run(short_snippets, died, always, 0, tools=tools)
+  assert [c.name for c in traj.tool_calls] == ['search', 'visit']
+
+
+def test_visit_when_missing_on_an_earlier_page_looks_for_the_next_title(
+    short_snippets,
+):
+  config = teacher_lib.TeacherConfig(
+      recovery_rate=0, visit=True, visit_when='missing'
+  )
+  # The first page's 8-word snippet does not name the second page.
+  task = task_lib.Task(
+      id='t7',
+      question='Who was the brother of the wife of Lothair II?',
+      answer='Hucbert',
+      meta={'evidence_path': [{'title': 'Teutberga'}, {'title': 'Hucbert'}]},
+  )
+  traj = _run(short_snippets, task, config, 0, tools=('search', 'visit'))
+  names = [c.name for c in traj.tool_calls]
+  assert names[:2] == ['search', 'visit']
+  assert traj.tool_calls[2].arguments['query'][0].strip('"') == 'Hucbert'
+
+
+def test_an_unknown_visit_when_is_refused():
+  with pytest.raises(ValueError, match='visit_when'):
+    teacher_lib.TeacherConfig(visit_when='sometimes')
 
 
 def test_says_so_when_the_answer_is_not_in_what_it_read(engine):

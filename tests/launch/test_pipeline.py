@@ -326,6 +326,19 @@ def test_question_query_reaches_the_teacher_only_when_on():
   assert '--question_query=True' in collect.argv(sys.executable, '/r')
 
 
+def test_visit_when_reaches_the_teacher_only_when_not_the_default():
+  c = pipeline_config.get_config('learn')
+  collect = {s.name: s for s in plan.build(c)}['collect']
+  assert 'visit_when' not in collect.flags  # earlier runs' hash kept
+  c.teacher.visit = True
+  c.teacher.visit_when = 'missing'
+  c.env.tools = ('search', 'visit')
+  collect = {s.name: s for s in plan.build(c)}['collect']
+  argv = collect.argv(sys.executable, '/r')
+  assert '--visit_when=missing' in argv
+  assert '--visit=True' in argv and '--tools=search,visit' in argv
+
+
 def test_rl_sees_the_prompt_and_snippets_eval_sees():
   c = pipeline_config.get_config('tiny')
   c.rl.temperature = 0.7
