@@ -79,8 +79,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # What the agent sees, the same in collection, eval and RL: compact
   # prompts (a one-line tool signature, 3 results of <= 24 words) for tiny
   # models; 'json' / 10 / 0 / 'agent_system.md' are the recipe's.
+  # `learn` offers visit too (the teacher reads a page when its search
+  # results lack the answer: teacher.visit_when).
   c.env = dict(
-      tools=('search',),
+      tools=('search', 'visit') if learn else ('search',),
       top_k=3,
       snippet_words=24,
       system_prompt='agent_system_compact.md',
@@ -141,11 +143,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       base_url='',
       model='',
       rollouts=3,
-      visit=False,
-      # With `visit` (and 'visit' in env.tools): 'always' reads every page
-      # found, 'missing' only one whose search results lack what the next
-      # step needs (TeacherConfig.visit_when).
-      visit_when='always',
+      # Read found pages with visit (when env.tools offers it): 'always'
+      # every page found, 'missing' only one whose search results lack what
+      # the next step needs (TeacherConfig.visit_when). `learn`: 'missing'.
+      # The teacher then answers 9,918 of 10,053 rollouts (8,676 with
+      # search alone); after SFT 31.5% held out (32.5% without), and RL
+      # raised it to 35.5% in 120 updates (12 gained / 4 lost, paired
+      # bootstrap [0.5, 8.5] points) by dropping the SFT policy's failing
+      # visits; without visit the same RL lost 6 points (WORKSPACE.md,
+      # "Learning signal", stop 41).
+      visit=learn,
+      visit_when='missing' if learn else 'always',
       recovery_rate=0.2,
       think=False,
       # The share of rollouts that search the title quoted first: none, as
@@ -198,7 +206,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # Held-out evaluation with the in-process sampler, greedy, exact match.
   c.eval = dict(
       questions=200 if learn else 100,
-      max_steps=3,
+      # `learn`: 4, a search, a visit and the answer after one retry.
+      max_steps=4 if learn else 3,
       max_new_tokens=64,
       max_prompt_len=1536,  # as RL's tiny sampler
       batch_size=16,
@@ -217,11 +226,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # checkpoint_dir is what eval_after_rl restores.
   c.rl = dict(
       config='tpu_configs/rl.py:tiny',
-      # `learn`: 60. Through the server 60 updates raised greedy pass@1 on
-      # the 240 tasks they trained on from 41.9% to 50.2% (McNemar p =
-      # 0.0008), held-out pass@1 at none of 15, 30 or 60 (WORKSPACE.md,
+      # `learn`: 120. Search-only, 60 updates raised greedy pass@1 on the
+      # 240 tasks they trained on from 41.9% to 50.2% (McNemar p = 0.0008),
+      # held-out pass@1 at none of 15, 30, 60 or 120; with visit held-out
+      # 31.5% -> 35.0% at 60 updates, 35.5% at 120 (WORKSPACE.md,
       # "Learning signal").
-      updates=60 if learn else 3,
+      updates=120 if learn else 3,
       # Constant Muon step size: the recipe's 2e-6 moves a 1M-parameter
       # model nowhere in 30 updates; 1e-3 is where tiny SFT's cosine ends.
       learning_rate=1e-3,

@@ -326,17 +326,21 @@ def test_question_query_reaches_the_teacher_only_when_on():
   assert '--question_query=True' in collect.argv(sys.executable, '/r')
 
 
-def test_visit_when_reaches_the_teacher_only_when_not_the_default():
-  c = pipeline_config.get_config('learn')
+def test_learn_reads_pages_only_when_the_results_lack_the_answer():
+  c = pipeline_config.get_config('tiny')
   collect = {s.name: s for s in plan.build(c)}['collect']
   assert 'visit_when' not in collect.flags  # earlier runs' hash kept
-  c.teacher.visit = True
-  c.teacher.visit_when = 'missing'
-  c.env.tools = ('search', 'visit')
-  collect = {s.name: s for s in plan.build(c)}['collect']
-  argv = collect.argv(sys.executable, '/r')
+  assert '--visit=False' in collect.argv(sys.executable, '/r')
+  c = pipeline_config.get_config('learn')
+  stages = {s.name: s for s in plan.build(c)}
+  argv = stages['collect'].argv(sys.executable, '/r')
   assert '--visit_when=missing' in argv
   assert '--visit=True' in argv and '--tools=search,visit' in argv
+  # What the teacher showed, eval and RL offer, with room for the visit.
+  for name in ('eval_after_sft', 'rl'):
+    text = ' '.join(stages[name].argv(sys.executable, '/r'))
+    assert "('search', 'visit')" in text, name
+  assert stages['eval_after_sft'].overrides['agent.max_steps'] == 4
 
 
 def test_rl_sees_the_prompt_and_snippets_eval_sees():
