@@ -147,10 +147,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # every page found, 'missing' only one whose search results lack what
       # the next step needs (TeacherConfig.visit_when). `learn`: 'missing'.
       # The teacher then answers 9,918 of 10,053 rollouts (8,676 with
-      # search alone); after SFT 31.5% held out (32.5% without), and RL
-      # raised it to 35.5% in 120 updates (12 gained / 4 lost, paired
-      # bootstrap [0.5, 8.5] points) by dropping the SFT policy's failing
-      # visits; without visit the same RL lost 6 points (WORKSPACE.md,
+      # search alone); after SFT 31.5% held out (32.5% without); RL in 120
+      # updates 35.5% (12 gained / 4 lost) on one draw of tasks, 29.5% on
+      # another; without visit the same RL lost 3 points (WORKSPACE.md,
       # "Learning signal", stop 41).
       visit=learn,
       visit_when='missing' if learn else 'always',
@@ -229,8 +228,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # `learn`: 120. Search-only, 60 updates raised greedy pass@1 on the
       # 240 tasks they trained on from 41.9% to 50.2% (McNemar p = 0.0008),
       # held-out pass@1 at none of 15, 30, 60 or 120; with visit held-out
-      # 31.5% -> 35.0% at 60 updates, 35.5% at 120 (WORKSPACE.md,
-      # "Learning signal").
+      # 31.5% -> 35.0% at 60 updates, 35.5% and 29.5% at 120 on two draws
+      # of tasks (WORKSPACE.md, "Learning signal").
       updates=120 if learn else 3,
       # Constant Muon step size: the recipe's 2e-6 moves a 1M-parameter
       # model nowhere in 30 updates; 1e-3 is where tiny SFT's cosine ends.
