@@ -27,17 +27,16 @@ unchanged; search_agent/pipeline/plan.py wires them):
 
 Variants: 'tiny' (the README's main job: under 15 minutes on 2 free cores)
 and 'learn' (the learning-signal benchmark: 200 held-out tasks, every train
-task's demonstrations, the tiny model with 4 layers, 1,000 pretraining and
-1,200 SFT updates rehearsing the pretraining texts, 60 RL updates, RL
-checked on its own tasks; 68 minutes of stages on 2 free cores with served
-evaluations, 83 with other work beside it; 10.6 on one H200 without the
-rl_seen evaluations).
-WORKSPACE.md "Learning signal" has measured runs of it (at these
-defaults, four runs: 31.0% / 28.5% / 25.0% / 32.5% held-out pass@1 after
-SFT, 30.5% / 29.0% / 24.5% / 31.5% after RL; on the tasks RL trained on
-+1.7 / +2.1 / +3.3 / +2.9 points, p = 0.45 / 0.33 / 0.096 / 0.28; the third,
-H, reproducible: the first two kept other rollouts of the same tasks; the
-fourth, I, is H with the faster SFT's float rounding) and their figures.
+task's demonstrations with search and visit, the teacher visiting only when
+the results lack the answer, the tiny model with 4 layers, 1,000
+pretraining and 1,200 SFT updates rehearsing the pretraining texts, 120 RL
+updates, RL checked on its own tasks; ~57 minutes of stages on 2 free cores
+with served evaluations).
+WORKSPACE.md "Learning signal" has measured runs of it and their figures:
+at these defaults (V2, stop 41) 31.5% held-out pass@1 after SFT, 35.5%
+after RL (29.5% with another draw of RL's tasks); search-only, before
+stop 41, four runs 31.0% / 28.5% / 25.0% / 32.5% after SFT and 30.5% /
+29.0% / 24.5% / 31.5% after 60 RL updates.
 """
 
 import ml_collections

@@ -3,7 +3,9 @@
 Without a teacher LLM, demonstrations still come from the real environment:
 `ProgrammaticTeacher` answers one task by searching, in order, for each page
 of the task's evidence path (`meta['evidence_path']` when synthesis wrote
-one, else `evidence`), optionally reading the page it found with `visit`, and
+one, else `evidence`), optionally reading the page it found with `visit`
+(every page, or only one whose search results lack what the next step
+needs: `TeacherConfig.visit_when`), and
 answering with the answer's surface form as it appears in what it read (or
 saying it did not find it, which the filters then reject as wrong). Every
 call goes through the real harness and tools: it only writes text, the ReAct
