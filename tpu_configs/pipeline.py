@@ -271,7 +271,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # the two: did RL raise pass@1 on the questions it was rewarded on (its
   # rewards, masks, losses and weight sync composed in the right direction),
   # apart from whether that reaches held-out pages. On in `learn`.
-  c.rl_seen = dict(enabled=learn)
+  # `reach` > 0 also scores both checkpoints on up to `reach` train tasks
+  # RL did not draw that share an evidence page with one it did
+  # (eval_rl_siblings_*) and as many sharing none (eval_rl_untouched_*):
+  # whether RL's gain reaches other questions about its pages, and pages
+  # it never visited, before held-out ones (rl_seen.py).
+  c.rl_seen = dict(enabled=learn, reach=240 if learn else 0)
   # One SFT-RL climb (Iris, "SFT-RL climbing"): climb_data selects from the
   # RL stage's used rollouts, per query whose pass rate p has min_pass < p <
   # max_pass, the shortest correct one with >= min_tool_turns tool calls

@@ -182,7 +182,10 @@ def pool_figure(d: str) -> str:
 
 def seen_figure(d: str) -> str:
   m = read_json(os.path.join(d, 'seen.json')) or {}
-  return f'{m.get("tasks", 0)} tasks RL trained on'
+  figure = f'{m.get("tasks", 0)} tasks RL trained on'
+  if 'siblings' in m:
+    figure += f', {m["siblings"]} siblings, {m["untouched"]} untouched'
+  return figure
 
 
 def report_figure(d: str) -> str:

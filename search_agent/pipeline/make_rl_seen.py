@@ -1,10 +1,12 @@
 r"""Writes the tasks RL trained on (search_agent/pipeline/rl_seen.py).
 
   python -m search_agent.pipeline.make_rl_seen --rl=RL_WORKDIR \
-      [--tasks=TASKS.jsonl] --workdir=OUT
+      [--tasks=TASKS.jsonl] [--reach=N] --workdir=OUT
 
 writes OUT/tasks.jsonl (the task file's rows, first use first) and
-OUT/seen.json (counts).
+OUT/seen.json (counts); with --reach=N > 0 also OUT/siblings.jsonl and
+OUT/untouched.jsonl (up to N tasks RL did not train on, sharing an evidence
+page with one it did, and sharing none).
 """
 
 import json
@@ -21,6 +23,12 @@ _TASKS = flags.DEFINE_string(
     "The task JSONL RL drew from, used where the RL run's manifest names"
     ' none or its file is gone and this one has the recorded content.',
 )
+_REACH = flags.DEFINE_integer(
+    'reach',
+    0,
+    'Tasks in each of siblings.jsonl and untouched.jsonl (0 = neither).',
+    lower_bound=0,
+)
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 
 
@@ -28,7 +36,9 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   try:
-    counts = rl_seen.write(_RL.value, _TASKS.value or None, _WORKDIR.value)
+    counts = rl_seen.write(
+        _RL.value, _TASKS.value or None, _WORKDIR.value, _REACH.value
+    )
   except rl_seen.SeenError as e:
     raise SystemExit(f'make_rl_seen: {e}') from e
   print(json.dumps(counts))

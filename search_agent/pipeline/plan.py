@@ -30,6 +30,13 @@ POOL_STAGES = ('rl_probe', 'rl_pool')
 # The in-pool check (rl_seen.enabled): the tasks RL trained on, scored with
 # the SFT and the RL checkpoints; after eval_after_rl.
 SEEN_STAGES = ('rl_seen', 'eval_rl_seen_sft', 'eval_rl_seen_rl')
+# How far RL's gain reaches (rl_seen.reach > 0): the SFT and RL checkpoints
+# on other questions about the pages RL trained on ('siblings') and on
+# train pages RL never drew ('untouched'); after SEEN_STAGES.
+REACH_SETS = ('siblings', 'untouched')
+REACH_STAGES = tuple(
+    f'eval_rl_{s}_{m}' for s in REACH_SETS for m in ('sft', 'rl')
+)
 
 
 class PlanError(ValueError):
@@ -436,18 +443,29 @@ def _rl_pool(c) -> Stage:
 
 
 def _rl_seen(c) -> Stage:
-  """The tasks of the groups RL's updates consumed."""
+  """The tasks of the groups RL's updates consumed (and, with reach, the
+  sets of `REACH_SETS`)."""
+  flags = {'rl': '{rl}', 'tasks': _rl_stage_tasks(c)}
+  if c.rl_seen.reach:  # only then: earlier runs' rl_seen stays reusable
+    flags['reach'] = c.rl_seen.reach
   return Stage(
-      name='rl_seen',
-      module='search_agent.pipeline.make_rl_seen',
-      flags={'rl': '{rl}', 'tasks': _rl_stage_tasks(c)},
+      name='rl_seen', module='search_agent.pipeline.make_rl_seen', flags=flags
   )
 
 
-def _eval_rl_seen(c, name: str, checkpoint_dir: str) -> Stage:
+def _eval_rl_seen(
+    c, name: str, checkpoint_dir: str, tasks: str = 'tasks'
+) -> Stage:
   return eval_stage(
-      c, name, checkpoint_dir, 'rl_seen', 0, '{rl_seen}/tasks.jsonl'
+      c, name, checkpoint_dir, 'rl_seen', 0, f'{{rl_seen}}/{tasks}.jsonl'
   )
+
+
+def _eval_reach(c, name: str) -> Stage:
+  """eval_rl_<set>_<sft|rl>: that checkpoint on rl_seen's <set>.jsonl."""
+  tasks, _, model = name.removeprefix('eval_rl_').rpartition('_')
+  checkpoint = '{sft}' if model == 'sft' else c.rl.checkpoint_dir
+  return _eval_rl_seen(c, name, checkpoint, tasks)
 
 
 def _report(c) -> Stage:
@@ -456,6 +474,11 @@ def _report(c) -> Stage:
   flags = {'run_dir': '{dir}', 'evals': ','.join(evals), 'variant': c.variant}
   if 'eval_rl_seen_rl' in names:  # only then: earlier reports stay reusable
     flags['rl_seen'] = 'eval_rl_seen_sft,eval_rl_seen_rl'
+  reach = [s for s in REACH_SETS if f'eval_rl_{s}_rl' in names]
+  if reach:
+    flags['rl_reach'] = ','.join(
+        f'{s}:eval_rl_{s}_sft:eval_rl_{s}_rl' for s in reach
+    )
   return Stage(
       name=stages_lib.REPORT_STAGE,
       module='search_agent.pipeline.report',
@@ -490,6 +513,7 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     'eval_rl_seen_rl': lambda c: _eval_rl_seen(
         c, 'eval_rl_seen_rl', c.rl.checkpoint_dir
     ),
+    **{n: functools.partial(_eval_reach, name=n) for n in REACH_STAGES},
     'climb_data': _climb_data,
     'climb_sft': _climb_sft,
     'climb_rl': _climb_rl,
@@ -510,7 +534,8 @@ def stage_names(c) -> list[str]:
   if c.rl_seen.enabled and 'rl' in names:
     after = 'eval_after_rl' if 'eval_after_rl' in names else 'rl'
     at = names.index(after) + 1
-    names[at:at] = [n for n in SEEN_STAGES if n not in names]
+    seen = SEEN_STAGES + (REACH_STAGES if c.rl_seen.reach else ())
+    names[at:at] = [n for n in seen if n not in names]
   if c.climb.enabled:
     at = names.index('report') if 'report' in names else len(names)
     names[at:at] = [n for n in CLIMB_STAGES if n not in names]

@@ -6,7 +6,8 @@ r"""Writes a pipeline run's report: DIR/report.json, DIR/report.md, plots.
 report.json: pass@1 per evaluation (n, value, Wilson 95% ci_low/ci_high),
 paired tests between consecutive evaluations (exact McNemar, paired
 bootstrap), with --rl_seen=SFT_STAGE,RL_STAGE the same for the two on the
-tasks RL trained on (`rl_seen`), stage seconds, the pretraining/SFT loss and RL reward curves,
+tasks RL trained on (`rl_seen`), with --rl_reach=LABEL:SFT_STAGE:RL_STAGE,...
+the same on each of rl_seen's other task sets (`rl_reach`), stage seconds, the pretraining/SFT loss and RL reward curves,
 tool calls per trajectory, and the manifest of every stage (command, hash,
 config, key figure) with library versions. Plots go to --workdir.
 """
@@ -17,6 +18,7 @@ import json
 import os
 import platform
 import subprocess
+from typing import Sequence
 
 from absl import app
 from absl import flags
@@ -35,6 +37,11 @@ _EVALS = flags.DEFINE_list('evals', [], 'label:stage of each evaluation.')
 _VARIANT = flags.DEFINE_string('variant', '', 'Pipeline config variant.')
 _RL_SEEN = flags.DEFINE_list(
     'rl_seen', [], 'SFT and RL eval stages on the tasks RL trained on.'
+)
+_RL_REACH = flags.DEFINE_list(
+    'rl_reach',
+    [],
+    "label:sft_stage:rl_stage of each of rl_seen's other task sets.",
 )
 _VERSIONS = ('jax', 'flax', 'optax', 'maxtext', 'tantivy', 'orbax-checkpoint')
 
@@ -116,7 +123,8 @@ def _versions() -> dict[str, str]:
 
 
 def rl_seen(run_dir: str, sft_stage: str, rl_stage: str) -> dict:
-  """pass@1 of SFT and RL on the tasks RL trained on, paired."""
+  """pass@1 of SFT and RL on one task set (e.g. the tasks RL trained on),
+  paired."""
   sft = figures.eval_outcomes(os.path.join(run_dir, sft_stage))
   rl = figures.eval_outcomes(os.path.join(run_dir, rl_stage))
   return {
@@ -134,6 +142,7 @@ def build(
     evals: list[tuple[str, str]],
     variant: str,
     seen: tuple[str, str] | None = None,
+    reach: Sequence[tuple[str, str, str]] = (),
 ) -> dict:
   """The report dict of a run directory.
 
@@ -204,6 +213,10 @@ def build(
     rep['rl_pool'] = pool
   if seen:
     rep['rl_seen'] = rl_seen(run_dir, *seen)
+  if reach:
+    rep['rl_reach'] = {
+        label: rl_seen(run_dir, sft, rl) for label, sft, rl in reach
+    }
   collect = figures.read_json(os.path.join(run_dir, 'collect', 'manifest.json'))
   if collect:
     rep['tool_calls']['teacher'] = collect['summary']['tool_calls_histogram']
@@ -237,7 +250,12 @@ def main(argv):
   if _RL_SEEN.value and len(_RL_SEEN.value) != 2:
     raise app.UsageError(f'--rl_seen takes two stages: {_RL_SEEN.value}')
   seen = tuple(_RL_SEEN.value) if _RL_SEEN.value else None
-  rep = build(_RUN_DIR.value, evals, _VARIANT.value, seen)
+  reach = [tuple(r.split(':')) for r in _RL_REACH.value]
+  if any(len(r) != 3 for r in reach):
+    raise app.UsageError(
+        f'--rl_reach takes label:sft_stage:rl_stage entries: {_RL_REACH.value}'
+    )
+  rep = build(_RUN_DIR.value, evals, _VARIANT.value, seen, reach)
   os.makedirs(_WORKDIR.value, exist_ok=True)
   rep['plots'] = plots.write_all(rep, _WORKDIR.value)
   with open(os.path.join(_RUN_DIR.value, 'report.json'), 'w') as f:

@@ -9,6 +9,46 @@ def _pct(x: float) -> str:
   return f'{100 * x:.1f}%'
 
 
+_REACH_ROWS = {
+    'siblings': 'other questions about their pages',
+    'untouched': 'train pages RL never drew',
+}
+
+
+def _reach_row(name: str, sft: dict, rl: dict, paired: dict) -> str:
+  b = paired['bootstrap_95']
+  return (
+      f'| {name} | {sft["n"]} | {_pct(sft["value"])} | {_pct(rl["value"])} |'
+      f' {paired["gained"]} / {paired["lost"]} | {paired["p_value"]:.3g} |'
+      f' [{_pct(b["low"])}, {_pct(b["high"])}] |'
+  )
+
+
+def _reach_table(rep: dict) -> list[str]:
+  """SFT vs RL, paired, from the tasks RL trained on out to held-out ones."""
+  reach, seen = rep.get('rl_reach'), rep.get('rl_seen')
+  if not (reach and seen):
+    return []
+  lines = [
+      '', "How far RL's gain reaches (greedy pass@1, SFT vs RL on the same"
+      ' tasks):', '',
+      '| tasks | n | after SFT | after RL | gained / lost | McNemar p |'
+      ' bootstrap 95% |', '|---|---|---|---|---|---|---|',
+      _reach_row('the questions RL trained on', seen['sft'], seen['rl'],
+                 seen['paired']),
+  ]  # fmt: skip
+  for label, r in reach.items():
+    name = _REACH_ROWS.get(label, label)
+    lines.append(_reach_row(name, r['sft'], r['rl'], r['paired']))
+  held = rep['paired'].get('after_rl_vs_after_sft')
+  if held:
+    p = rep['pass_at_1']
+    lines.append(
+        _reach_row('held-out pages', p['after_sft'], p['after_rl'], held)
+    )
+  return lines
+
+
 def _pass_table(rep: dict) -> list[str]:
   lines = [
       '| evaluation | n | pass@1 | 95% interval (Wilson) | first call well'
@@ -112,6 +152,7 @@ def render(rep: dict, run_dir: str) -> str:
         f' gained, {p["lost"]} lost, McNemar p = {p["p_value"]:.3g},'
         f' bootstrap 95% [{_pct(b["low"])}, {_pct(b["high"])}].',
     ]  # fmt: skip
+  lines += _reach_table(rep)
   lines += ['', '## Stages', '',
             '| stage | seconds | CPU seconds | key figure | hash |',
             '|---|---|---|---|---|']  # fmt: skip

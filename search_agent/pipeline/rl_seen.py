@@ -8,11 +8,24 @@ evaluates the SFT and the RL checkpoints on them
 questions it was rewarded on, the paired check that its rewards, masks,
 losses and weight sync compose in the right direction, apart from whether
 the gain reaches held-out pages. The binary is `make_rl_seen.py`.
+
+With `reach` > 0 it also writes two sets of the same file's tasks that RL
+did not train on, up to `reach` tasks each (a seeded draw, in file order):
+`siblings.jsonl`, other questions about the pages of the tasks RL trained
+on (sharing an evidence page with one), and `untouched.jsonl`, questions
+sharing no evidence page with them. Scored with both checkpoints
+(`eval_rl_siblings_*`, `eval_rl_untouched_*`) they say how far RL's gain
+reaches: to the questions it practised, to their pages, to pages SFT fitted
+but RL never visited, and (eval_after_rl) to held-out pages.
 """
 
 import json
 import os
+import random
+from typing import Mapping, Sequence
 
+from search_agent.agent import task as task_lib
+from search_agent.agent import teacher
 from search_agent.pipeline import figures
 from search_agent.pipeline import stages as stages_lib
 from search_agent.train.rl import climbing_handoff
@@ -56,14 +69,55 @@ def drawn_from(rl_workdir: str, fallback: str | None = None) -> str:
   )
 
 
-def write(rl_workdir: str, tasks_path: str | None, workdir: str) -> dict:
-  """Writes workdir/tasks.jsonl and seen.json; returns the counts. The
-  task file is `drawn_from(rl_workdir, tasks_path)`."""
+def _pages(row: Mapping) -> frozenset[str]:
+  """The evidence page titles of a task row."""
+  return frozenset(teacher.evidence_path(task_lib.Task.from_json(dict(row))))
+
+
+def reach_sets(
+    rows: Sequence[Mapping], seen: Sequence[str], n: int, seed: int = 0
+) -> dict[str, list[Mapping]]:
+  """Up to n 'siblings' and n 'untouched' rows of `rows` not in `seen`.
+
+  siblings share an evidence page with a seen task; untouched share none.
+  Each is a seeded draw of n, kept in the rows' order.
+  """
+  seen_ids = set(seen)
+  seen_pages = set().union(
+      *(_pages(r) for r in rows if str(r['id']) in seen_ids)
+  )
+  sets: dict[str, list[int]] = {'siblings': [], 'untouched': []}
+  for i, r in enumerate(rows):
+    if str(r['id']) not in seen_ids:
+      shared = _pages(r) & seen_pages
+      sets['siblings' if shared else 'untouched'].append(i)
+  rng = random.Random(seed)
+  return {
+      name: [rows[i] for i in sorted(rng.sample(idx, min(n, len(idx))))]
+      for name, idx in sets.items()
+  }
+
+
+def _write_rows(path: str, rows: Sequence[Mapping]) -> None:
+  tmp = path + '.tmp'
+  with open(tmp, 'w', encoding='utf-8') as f:
+    for r in rows:
+      f.write(json.dumps(r) + '\n')
+  os.replace(tmp, path)
+
+
+def write(
+    rl_workdir: str, tasks_path: str | None, workdir: str, reach: int = 0
+) -> dict:
+  """Writes workdir/tasks.jsonl and seen.json (with `reach` > 0 also
+  siblings.jsonl and untouched.jsonl: `reach_sets`); returns the counts.
+  The task file is `drawn_from(rl_workdir, tasks_path)`."""
   tasks_path = drawn_from(rl_workdir, tasks_path)
   ids = seen_task_ids(rl_workdir)
   if not ids:
     raise SeenError(f'{rl_workdir}: no update consumed a group')
-  rows = {str(r['id']): r for r in figures.read_jsonl(tasks_path)}
+  all_rows = figures.read_jsonl(tasks_path)
+  rows = {str(r['id']): r for r in all_rows}
   missing = [i for i in ids if i not in rows]
   if missing:
     raise SeenError(
@@ -71,12 +125,12 @@ def write(rl_workdir: str, tasks_path: str | None, workdir: str) -> dict:
         f' {missing[:3]}'
     )
   os.makedirs(workdir, exist_ok=True)
-  tmp = os.path.join(workdir, 'tasks.jsonl.tmp')
-  with open(tmp, 'w', encoding='utf-8') as f:
-    for i in ids:
-      f.write(json.dumps(rows[i]) + '\n')
-  os.replace(tmp, os.path.join(workdir, 'tasks.jsonl'))
+  _write_rows(os.path.join(workdir, 'tasks.jsonl'), [rows[i] for i in ids])
   counts = {'tasks': len(ids), 'rl_workdir': rl_workdir, 'from': tasks_path}
+  if reach > 0:
+    for name, kept in reach_sets(all_rows, ids, reach).items():
+      _write_rows(os.path.join(workdir, f'{name}.jsonl'), kept)
+      counts[name] = len(kept)
   with open(os.path.join(workdir, 'seen.json'), 'w', encoding='utf-8') as f:
     json.dump(counts, f, indent=2)
   return counts

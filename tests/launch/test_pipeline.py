@@ -191,6 +191,32 @@ def test_report_pairs_sft_and_rl_on_the_tasks_rl_trained_on(tmp_path):
   assert 'rl_seen' not in report.build(str(tmp_path), [], 't')
   text = report_md.render(rep, str(tmp_path))
   assert 'the 10 tasks RL trained on: after SFT 20.0%, after RL 60.0%' in text
+  assert "How far RL's gain reaches" not in text  # no reach sets
+
+
+def test_report_pairs_sft_and_rl_on_each_reach_set(tmp_path):
+  _fake_eval(tmp_path / 'h0', [True] * 3 + [False] * 7)
+  _fake_eval(tmp_path / 'h1', [True] * 4 + [False] * 6)
+  _fake_eval(tmp_path / 's', [True] * 2 + [False] * 8)
+  _fake_eval(tmp_path / 'r', [False] + [True] * 6 + [False] * 3)
+  _fake_eval(tmp_path / 'sib_s', [False] * 10)
+  _fake_eval(tmp_path / 'sib_r', [True] * 3 + [False] * 7)
+  (tmp_path / 'stages.json').write_text('{}')
+  rep = report.build(
+      str(tmp_path), [('after_sft', 'h0'), ('after_rl', 'h1')], 't',
+      ('s', 'r'), [('siblings', 'sib_s', 'sib_r')],
+  )  # fmt: skip
+  sib = rep['rl_reach']['siblings']
+  assert (sib['sft']['value'], sib['rl']['value']) == (0.0, 0.3)
+  assert (sib['paired']['gained'], sib['paired']['lost']) == (3, 0)
+  text = report_md.render(rep, str(tmp_path))
+  at = text.index("How far RL's gain reaches")
+  rows = [l for l in text[at:].splitlines() if l.startswith('| ')][1:]
+  assert rows[0].startswith('| the questions RL trained on | 10 | 20.0% |')
+  assert rows[1].startswith(
+      '| other questions about their pages | 10 | 0.0% | 30.0% | 3 / 0 |'
+  )
+  assert rows[2].startswith('| held-out pages | 10 | 30.0% | 40.0% | 1 / 0 |')
 
 
 @pytest.mark.slow
@@ -476,6 +502,24 @@ def test_learn_checks_rl_on_the_tasks_it_trained_on():
   report_flags = stages['report'].flags
   assert report_flags['rl_seen'] == 'eval_rl_seen_sft,eval_rl_seen_rl'
   assert 'rl_seen' not in report_flags['evals']  # held-out evaluations only
+  # How far the gain reaches: both checkpoints on rl_seen's other sets.
+  assert stages['rl_seen'].flags['reach'] == c.rl_seen.reach > 0
+  assert names[at + 4 : at + 8] == list(plan.REACH_STAGES)
+  for s in plan.REACH_SETS:
+    for model, ckpt in (('sft', '{sft}'), ('rl', '{rl}')):
+      o = stages[f'eval_rl_{s}_{model}'].overrides
+      assert o['dataset.path'] == f'{{rl_seen}}/{s}.jsonl'
+      assert o['sampler.checkpoint_dir'] == ckpt
+      assert o['dataset.limit'] == 0
+  assert report_flags['rl_reach'] == (
+      'siblings:eval_rl_siblings_sft:eval_rl_siblings_rl,'
+      'untouched:eval_rl_untouched_sft:eval_rl_untouched_rl'
+  )
+  c.rl_seen.reach = 0  # the check without the reach sets
+  stages = {s.name: s for s in plan.build(c)}
+  assert 'reach' not in stages['rl_seen'].flags
+  assert not set(plan.REACH_STAGES) & set(stages)
+  assert 'rl_reach' not in stages['report'].flags
 
 
 def test_stage_env_holds_the_run_compilation_cache(monkeypatch):

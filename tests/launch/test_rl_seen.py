@@ -76,3 +76,44 @@ def test_the_task_file_is_the_one_the_run_drew_from(tmp_path):
   )
   with pytest.raises(rl_seen.SeenError, match='neither it nor'):
     rl_seen.write(str(run), str(other), str(tmp_path / 'o'))
+
+
+def _task(tid, *pages):
+  return {'id': tid, 'question': f'q {tid}', 'answer': 'a',
+          'evidence': list(pages)}  # fmt: skip
+
+
+def test_reach_splits_the_tasks_rl_did_not_train_on_by_their_pages():
+  rows = [
+      _task('seen1', 'P'), _task('seen2', 'Q', 'R'),
+      _task('sib_p', 'P'), _task('sib_r', 'S', 'R'),  # share P, R
+      _task('u1', 'X'), _task('u2', 'Y', 'Z'), _task('u3', 'W'),
+  ]  # fmt: skip
+  sets = rl_seen.reach_sets(rows, ['seen1', 'seen2'], n=10)
+  assert [r['id'] for r in sets['siblings']] == ['sib_p', 'sib_r']
+  assert [r['id'] for r in sets['untouched']] == ['u1', 'u2', 'u3']
+  two = rl_seen.reach_sets(rows, ['seen1', 'seen2'], n=2)
+  ids = [r['id'] for r in two['untouched']]
+  assert len(ids) == 2 and set(ids) < {'u1', 'u2', 'u3'}
+  assert ids == sorted(ids, key=['u1', 'u2', 'u3'].index)  # file order
+  assert two == rl_seen.reach_sets(rows, ['seen1', 'seen2'], n=2)  # seeded
+
+
+def test_write_with_reach_writes_both_sets(tmp_path):
+  run = tmp_path / 'rl'
+  replay_queue.ReplayQueue(run / 'queue').commit(0, ['a@0'])
+  traj_lib.append_jsonl(run / 'rollouts-w0.jsonl', _rollout('a', 'a@0', 0))
+  rows = [_task('a', 'P'), _task('b', 'P'), _task('c', 'Q')]
+  (tmp_path / 'tasks.jsonl').write_text(
+      ''.join(json.dumps(r) + '\n' for r in rows)
+  )
+  out = tmp_path / 'out'
+  counts = rl_seen.write(str(run), str(tmp_path / 'tasks.jsonl'), str(out), 5)
+  assert (counts['tasks'], counts['siblings'], counts['untouched']) == (1, 1, 1)
+  for name, tid in (('siblings', 'b'), ('untouched', 'c'), ('tasks', 'a')):
+    assert [json.loads(l)['id'] for l in open(out / f'{name}.jsonl')] == [tid]
+  without = tmp_path / 'plain'
+  assert 'siblings' not in rl_seen.write(
+      str(run), str(tmp_path / 'tasks.jsonl'), str(without)
+  )
+  assert not (without / 'siblings.jsonl').exists()
