@@ -19,6 +19,10 @@ unchanged; search_agent/pipeline/plan.py wires them):
   rl_seen          (rl_seen.enabled) the tasks RL's updates trained on
   eval_rl_seen_sft (rl_seen.enabled) eval.run of SFT on them
   eval_rl_seen_rl  (rl_seen.enabled) eval.run of RL on them
+  eval_rl_{siblings,untouched}_{sft,rl}
+                   (rl_seen.reach) SFT and RL on train tasks RL did not
+                   draw: other questions about its pages, and pages it
+                   never drew
   climb_data       (climb.enabled) RL's rollouts in the pass band + demos
   climb_sft        (climb.enabled) train.sft from the RL checkpoint
   climb_rl         (climb.enabled) train.rl.run from climb_sft
