@@ -489,6 +489,7 @@ def test_learn_checks_rl_on_the_tasks_it_trained_on():
   assert stages['rl_seen'].flags == {
       'rl': '{rl}',
       'tasks': stages['rl'].overrides['tasks_path'],
+      'reach': 240,
   }
   for name, ckpt in (
       ('eval_rl_seen_sft', '{sft}'),
@@ -503,7 +504,6 @@ def test_learn_checks_rl_on_the_tasks_it_trained_on():
   assert report_flags['rl_seen'] == 'eval_rl_seen_sft,eval_rl_seen_rl'
   assert 'rl_seen' not in report_flags['evals']  # held-out evaluations only
   # How far the gain reaches: both checkpoints on rl_seen's other sets.
-  assert stages['rl_seen'].flags['reach'] == c.rl_seen.reach > 0
   assert names[at + 4 : at + 8] == list(plan.REACH_STAGES)
   for s in plan.REACH_SETS:
     for model, ckpt in (('sft', '{sft}'), ('rl', '{rl}')):
