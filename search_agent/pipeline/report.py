@@ -47,17 +47,25 @@ _VERSIONS = ('jax', 'flax', 'optax', 'maxtext', 'tantivy', 'orbax-checkpoint')
 
 
 def tool_calls(stage_dir: str, name: str = 'results.jsonl') -> dict:
-  """Histogram and mean of tool calls per trajectory."""
-  counts = [
-      int(r.get('n_tool_calls', 0))
-      for r in figures.read_jsonl(os.path.join(stage_dir, name))
-  ]
+  """Histogram and mean of tool calls per trajectory, trajectories calling
+  each tool, and how trajectories ended (answered, or the limit they hit)."""
+  rows = figures.read_jsonl(os.path.join(stage_dir, name))
+  counts = [int(r.get('n_tool_calls', 0)) for r in rows]
   hist: dict[str, int] = {}
   for n in counts:
     hist[str(n)] = hist.get(str(n), 0) + 1
   mean = sum(counts) / len(counts) if counts else 0.0
+  calling: dict[str, int] = {}
+  endings: dict[str, int] = {}
+  for r in rows:
+    for tool, n in (r.get('tool_calls_by_name') or {}).items():
+      calling[tool] = calling.get(tool, 0) + (n > 0)
+    if r.get('status'):
+      endings[r['status']] = endings.get(r['status'], 0) + 1
   return {'histogram': dict(sorted(hist.items(), key=lambda x: int(x[0]))),
-          'mean': mean, 'trajectories': len(counts)}  # fmt: skip
+          'mean': mean, 'trajectories': len(counts),
+          'calling': dict(sorted(calling.items())),
+          'endings': dict(sorted(endings.items()))}  # fmt: skip
 
 
 def well_formed(stage_dir: str) -> float | None:

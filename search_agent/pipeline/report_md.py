@@ -132,7 +132,12 @@ def render(rep: dict, run_dir: str) -> str:
     if label == 'teacher':
       lines.append(f'- teacher demonstrations: {t}')
     else:
-      lines.append(f'- {label}: mean {t["mean"]:.2f}, {t["histogram"]}')
+      line = f'- {label}: mean {t["mean"]:.2f}, {t["histogram"]}'
+      if t.get('calling'):
+        line += f'; trajectories calling each tool {t["calling"]}'
+      if t.get('endings'):
+        line += f'; ended {t["endings"]}'
+      lines.append(line)
   teacher = rep.get('teacher')
   if teacher:
     stand_in = ' (a programmatic stand-in, not an LLM)' if teacher[

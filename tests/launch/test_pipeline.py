@@ -150,7 +150,10 @@ def _fake_eval(d, correct):
   with open(d / 'results.jsonl', 'w') as f:
     for i, ok in enumerate(correct):
       f.write(json.dumps({'task_id': f't{i}', 'correct': ok,
-                          'n_tool_calls': 1 + ok}) + '\n')  # fmt: skip
+                          'n_tool_calls': 1 + ok,
+                          'tool_calls_by_name': {'search': 1, 'visit': int(ok)},
+                          'status': 'answered' if ok else 'max_steps'})
+              + '\n')  # fmt: skip
 
 
 def test_report_holds_the_contract_fields(tmp_path):
@@ -176,6 +179,20 @@ def test_report_holds_the_contract_fields(tmp_path):
   assert set(rep['manifest']['stages']) == {'e0', 'e1'}
   assert rep['paired']['after_sft_vs_before_sft']['gained'] == 4
   assert rep['tool_calls']['after_sft']['histogram'] == {'1': 6, '2': 4}
+  assert rep['tool_calls']['after_sft']['calling'] == {'search': 10, 'visit': 4}
+  assert rep['tool_calls']['after_sft']['endings'] == {
+      'answered': 4,
+      'max_steps': 6,
+  }
+  assert rep['tool_calls']['before_sft']['calling'] == {
+      'search': 10,
+      'visit': 0,
+  }
+  text = report_md.render(rep, str(tmp_path))
+  assert (
+      "trajectories calling each tool {'search': 10, 'visit': 4}; ended"
+      " {'answered': 4, 'max_steps': 6}" in text
+  )
 
 
 def test_report_pairs_sft_and_rl_on_the_tasks_rl_trained_on(tmp_path):
