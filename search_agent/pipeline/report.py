@@ -7,9 +7,11 @@ report.json: pass@1 per evaluation (n, value, Wilson 95% ci_low/ci_high),
 paired tests between consecutive evaluations (exact McNemar, paired
 bootstrap), with --rl_seen=SFT_STAGE,RL_STAGE the same for the two on the
 tasks RL trained on (`rl_seen`), with --rl_reach=LABEL:SFT_STAGE:RL_STAGE,...
-the same on each of rl_seen's other task sets (`rl_reach`), stage seconds, the pretraining/SFT loss and RL reward curves,
-tool calls per trajectory, and the manifest of every stage (command, hash,
-config, key figure) with library versions. Plots go to --workdir.
+the same on each of rl_seen's other task sets (`rl_reach`), stage seconds,
+the pretraining/SFT loss and RL reward curves, tool calls per trajectory
+(by tool, and how trajectories ended), and the manifest of every stage
+(command, hash, config, key figure) with library versions. Plots go to
+--workdir.
 """
 
 import datetime
