@@ -209,6 +209,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   # Held-out evaluation with the in-process sampler, greedy, exact match.
   c.eval = dict(
+      # The first N held-out tasks; 0 = all (838 in both variants: A's RL
+      # gain read +5.0 points on 200, +3.6 on 838, p = 0.0039; stop 42).
       questions=200 if learn else 100,
       # `learn`: 4, a search, a visit and the answer after one retry.
       max_steps=4 if learn else 3,
