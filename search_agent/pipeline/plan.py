@@ -461,11 +461,11 @@ def _eval_rl_seen(
   )
 
 
-def _eval_reach(c, name: str) -> Stage:
-  """eval_rl_<set>_<sft|rl>: that checkpoint on rl_seen's <set>.jsonl."""
-  tasks, _, model = name.removeprefix('eval_rl_').rpartition('_')
+def _eval_reach(c, tasks: str, model: str) -> Stage:
+  """eval_rl_<tasks>_<model>: the SFT or RL checkpoint on rl_seen's
+  <tasks>.jsonl."""
   checkpoint = '{sft}' if model == 'sft' else c.rl.checkpoint_dir
-  return _eval_rl_seen(c, name, checkpoint, tasks)
+  return _eval_rl_seen(c, f'eval_rl_{tasks}_{model}', checkpoint, tasks)
 
 
 def _report(c) -> Stage:
@@ -513,7 +513,11 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     'eval_rl_seen_rl': lambda c: _eval_rl_seen(
         c, 'eval_rl_seen_rl', c.rl.checkpoint_dir
     ),
-    **{n: functools.partial(_eval_reach, name=n) for n in REACH_STAGES},
+    **{
+        f'eval_rl_{s}_{m}': functools.partial(_eval_reach, tasks=s, model=m)
+        for s in REACH_SETS
+        for m in ('sft', 'rl')
+    },
     'climb_data': _climb_data,
     'climb_sft': _climb_sft,
     'climb_rl': _climb_rl,
