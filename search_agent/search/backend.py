@@ -146,3 +146,49 @@ class SnippetBackend(Protocol):
   ) -> list[str | None]:
     """Per doc_id its snippet, or None where the caller must cut it."""
     ...
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Candidate:
+  """One fused document with what a hit shows (`CandidateBackend`).
+
+  Attributes:
+    doc_id: The document's id.
+    title: Its title.
+    url: Its URL.
+    score: Its fused weighted-RRF score.
+    snippet: Its snippet, or None where the caller must cut it.
+  """
+
+  doc_id: str
+  title: str
+  url: str
+  score: float
+  snippet: str | None
+
+
+@runtime_checkable
+class CandidateBackend(Protocol):
+  """A fusing, snippet-cutting backend that answers a query's first fused
+  documents with their titles, URLs and snippets in one call.
+
+  `SearchEngine` uses it instead of `fused_rankings`, `get_documents` and
+  `snippets` where it would use `SnippetBackend` and no reranker is set;
+  the candidates must be the first of `fused_rankings`, with the stored
+  title and URL and `snippets`' snippet.
+  """
+
+  def fused_candidates(
+      self,
+      queries: Sequence[ParsedQuery],
+      snippet_queries: Sequence[SnippetQuery | None],
+      depths: Mapping[str, int],
+      weights: Mapping[str, float],
+      rrf_k: float,
+      candidates: int,
+      snipped: int,
+  ) -> list[tuple[list[Candidate], bool]]:
+    """Per query its first `candidates` fused documents, best first, the
+    first `snipped` with their snippets (all None where the query's
+    `snippet_queries` entry is None), and whether more documents fused."""
+    ...

@@ -15,6 +15,8 @@ from search_agent.search import parser
 from search_agent.search import snippets
 from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.backend import BackendError
+from search_agent.search.backend import Candidate
+from search_agent.search.backend import CandidateBackend
 from search_agent.search.backend import FusingBackend
 from search_agent.search.backend import SearchBackend
 from search_agent.search.backend import SnippetBackend
@@ -190,6 +192,14 @@ class SearchEngine:
       raise ValueError(f'k must be in [1, {self.config.max_k}], got {k}')
     if not queries:
       return []
+    if self._one_call():
+      return self._search_candidates(queries, k)
+    return self._search_views(queries, k)
+
+  def _search_views(
+      self, queries: Sequence[ParsedQuery], k: int
+  ) -> list[list[Hit]]:
+    """Fused rankings, then documents, then snippets."""
     fused = self.fused_rankings(queries, k)
     docs = self._documents([f[: k + 2] for f in fused])
     out = []
@@ -199,6 +209,74 @@ class SearchEngine:
         hits = self.reranker(q, hits)[:k]
       out.append(self._with_snippets(q, hits, docs))
     return out
+
+  def _one_call(self) -> bool:
+    """Whether the backend answers fusion, titles and snippets in one call
+    (`CandidateBackend`): only with its own analyzer and no reranker."""
+    return (
+        self.reranker is None
+        and isinstance(self.backend, CandidateBackend)
+        and self.backend.analyzer is self.analyzer
+    )
+
+  def _search_candidates(
+      self, queries: Sequence[ParsedQuery], k: int
+  ) -> list[list[Hit]]:
+    """`_search_views`' hits from the backend's first fused candidates (as
+    many as it fetches documents for); a query whose candidates the guard
+    thins below k while more fused goes the general way."""
+    snippet = [self._snippet_query(q) for q in queries]
+    answers = self.backend.fused_candidates(
+        queries, [query for _, query in snippet], self.view_depths(k),
+        self.config.weights, self.config.rrf_k, k + 2, k,
+    )  # fmt: skip
+    out = []
+    for q, (idf, query), (candidates, more) in zip(queries, snippet, answers):
+      kept = [c for c in candidates if not self.guard.is_blocked(c.url)][:k]
+      if len(kept) < k and more:
+        out.extend(self._search_views([q], k))
+      else:
+        out.append(self._candidate_hits(q, kept, idf, query))
+    return out
+
+  def _candidate_hits(
+      self, q: ParsedQuery, kept: list[Candidate], idf, query
+  ) -> list[Hit]:
+    """Hits of candidates; a missing snippet is cut by the backend, else
+    here from the document's text."""
+    missing = [c.doc_id for c in kept if c.snippet is None]
+    cut = {}
+    if missing and query is not None:
+      cut = dict(zip(missing, self.backend.snippets(missing, query)))
+    texts = [d for d in missing if cut.get(d) is None]
+    docs = self._documents([[(d, 0) for d in texts]]) if texts else {}
+    for d in texts:
+      if d not in docs:
+        raise BackendError(
+            f'the backend ranked {d!r} but cannot return it: the index is'
+            ' inconsistent; rebuild it'
+        )
+      cut[d] = snippets.make_snippet(
+          docs[d].text, q.terms, q.phrases, self.analyzer, idf,
+          self.config.snippet,
+      )  # fmt: skip
+    return [
+        Hit(
+            doc_id=c.doc_id, title=c.title, url=c.url, score=c.score,
+            snippet=cut[c.doc_id] if c.snippet is None else c.snippet,
+        )  # fmt: skip
+        for c in kept
+    ]
+
+  def _snippet_query(
+      self, q: ParsedQuery
+  ) -> tuple[snippets.IdfFn | None, snippets.SnippetQuery | None]:
+    """The query's snippet idf and, where a backend may cut its snippets,
+    its `SnippetQuery` (None: `make_snippet` cuts them)."""
+    idf = self.query_idf(q)
+    return idf, snippets.snippet_query(
+        q.terms, q.phrases, self.analyzer, idf, self.config.snippet
+    )
 
   def query_idf(self, q: ParsedQuery) -> snippets.IdfFn | None:
     """Corpus idf of the query's terms for its snippets, looked up once per

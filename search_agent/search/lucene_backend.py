@@ -1,13 +1,15 @@
 """The embedded Lucene backend: the three views as Lucene indexes in-process.
 
-Implements `SearchBackend` (and `FusingBackend`) over the layout of
-`lucene_index.py`, through JPype (`lucene_jvm.py`). One Java call answers one
-query's three views and their weighted RRF (`Views.fused`), so the bridge is
-crossed once per query for ranking, once for the documents and once for the
-snippets' idf. Queries are analyzed in Java with the index's analysis; the
-query semantics are the tantivy backend's (SHOULD terms, MUST phrases with
-stopword gaps, a non-scoring site filter; nothing to score matches nothing).
-BM25 k1/b can differ per view (tantivy fixes 1.2/0.75).
+Implements `SearchBackend` (and `FusingBackend`, `SnippetBackend`,
+`CandidateBackend`) over the layout of `lucene_index.py`, through JPype
+(`lucene_jvm.py`). One Java call answers a search: the query's three views,
+their weighted RRF, and the first fused documents' titles, URLs and snippets
+(`Views.search`; `Views.fused` ranks alone). The snippets' idf comes from a
+cache of the terms' document frequencies (the index is read-only). Queries
+are analyzed in Java with the index's analysis; the query semantics are the
+tantivy backend's (SHOULD terms, MUST phrases with stopword gaps, a
+non-scoring site filter; nothing to score matches nothing). BM25 k1/b can
+differ per view (tantivy fixes 1.2/0.75).
 
 The JVM releases the GIL: batches run on a thread pool, and a single query
 searches its passage view on a second Java thread while the caller's thread
@@ -15,6 +17,8 @@ searches the doc and title views (only while a core is spare).
 """
 
 import concurrent.futures
+import dataclasses
+import functools
 import math
 import pathlib
 from typing import Mapping, Sequence
@@ -28,6 +32,7 @@ from search_agent.search import lucene_index
 from search_agent.search import lucene_jvm
 from search_agent.search.analysis import QueryAnalyzer
 from search_agent.search.backend import BackendError
+from search_agent.search.backend import Candidate
 from search_agent.search.backend import VIEWS
 from search_agent.search.engine import EngineConfig
 from search_agent.search.engine import SearchEngine
@@ -37,6 +42,9 @@ from search_agent.search.snippets import SnippetQuery
 
 # A document whose snippet Java cuts once it knows more words' terms.
 _UNANALYZED = object()
+
+# How many terms' idf a backend keeps (then each new term is looked up).
+_IDF_CACHE_TERMS = 1_000_000
 
 # BM25 k1, b per view: Lucene's and tantivy's defaults.
 DEFAULT_BM25 = {v: (1.2, 0.75) for v in VIEWS}
@@ -93,6 +101,8 @@ class LuceneBackend:
     )
     self._strings = jpype.JArray(jpype.JString)
     self._java_snippets = java_snippets
+    self._idf: dict[str, float] = {}
+    self._num_documents = int(self._views.numDocuments())
 
   def _args(self, q: ParsedQuery):
     return ' '.join(q.scoring_words()), self._strings(q.phrases), q.site
@@ -149,16 +159,89 @@ class LuceneBackend:
       ValueError: as `fusion.weighted_rrf` (a view without a weight, a
         negative weight, rrf_k <= -1) or a depth below 1.
     """
-    fusion.weighted_rrf({v: [] for v in VIEWS}, weights, rrf_k)  # checks
-    if any(depths.get(v, 0) < 1 for v in VIEWS):
-      raise ValueError(f'every view needs a depth >= 1, got {dict(depths)}')
-    d = jpype.JArray(jpype.JInt)([depths[v] for v in VIEWS])
-    w = jpype.JArray(jpype.JDouble)([float(weights[v]) for v in VIEWS])
+    d, w = _fusion_args(depths, weights, rrf_k)
     if len(queries) == 1:
       return [self._fuse_one(queries[0], d, w, float(rrf_k))]
     return list(
         self._pool.map(lambda q: self._fuse_one(q, d, w, float(rrf_k)), queries)
     )
+
+  def fused_candidates(
+      self,
+      queries: Sequence[ParsedQuery],
+      snippet_queries: Sequence[SnippetQuery | None],
+      depths: Mapping[str, int],
+      weights: Mapping[str, float],
+      rrf_k: float,
+      candidates: int,
+      snipped: int,
+  ) -> list[tuple[list[Candidate], bool]]:
+    """Per query its first `candidates` fused documents with title, URL
+    and, for the first `snipped`, snippet (see `CandidateBackend`): one
+    `Views.search` call per query, plus a `snippets` call where Java asked
+    for words' terms.
+
+    Raises:
+      ValueError: as `fused_rankings`, or one snippet query per query
+        missing.
+    """
+    if len(snippet_queries) != len(queries):
+      raise ValueError(
+          f'one snippet query per query: {len(queries)} queries,'
+          f' {len(snippet_queries)} snippet queries'
+      )
+    d, w = _fusion_args(depths, weights, rrf_k)
+    one = lambda pair: self._candidates_one(
+        *pair, d, w, float(rrf_k), candidates, snipped
+    )  # fmt: skip
+    pairs = list(zip(queries, snippet_queries))
+    if len(pairs) == 1:
+      return [one(pairs[0])]
+    return list(self._pool.map(one, pairs))
+
+  def _candidates_one(self, q, query, d, w, rrf_k, candidates, snipped):
+    if query is None or not self._java_snippets:
+      query, snipped = None, 0
+    fixed, sizes = self._snippet_args(query)
+    flat = bytes(
+        memoryview(
+            self._call(
+                self._views.search, *self._args(q), d, w, rrf_k, candidates,
+                snipped, *fixed, '', '', *sizes,
+            )  # fmt: skip
+        )
+    )
+    head, _, body = flat.partition(b'\n')
+    fields = head.split()
+    out, again, at = [], [], 0
+    for i in range(1, len(fields), 5):
+      ordinal, score = int(fields[i]), float(fields[i + 1])
+      title_size, url_size, snippet_size = map(int, fields[i + 2 : i + 5])
+      title = body[at : at + title_size].decode('utf-8')
+      at += title_size
+      url = body[at : at + url_size].decode('utf-8')
+      at += url_size
+      snippet = None
+      if snippet_size >= 0:
+        snippet = body[at : at + snippet_size].decode('utf-8')
+        at += snippet_size
+      elif snippet_size == -2:
+        again.append(len(out))
+      out.append(
+          Candidate(
+              doc_id=self._doc_ids[ordinal], title=title, url=url,
+              score=score, snippet=snippet,
+          )  # fmt: skip
+      )
+    if again:
+      words = body[at:].decode('utf-8').split('\n')
+      retry, _ = self._java_snippets_call(
+          [out[i].doc_id for i in again], fixed, words, sizes
+      )
+      for i, cut in zip(again, retry):
+        if cut is not _UNANALYZED:
+          out[i] = dataclasses.replace(out[i], snippet=cut)
+    return out, int(fields[0]) > len(out)
 
   def get_documents(self, doc_ids: Sequence[str]) -> list[Document | None]:
     """Stored documents in input order; None for unknown doc_ids."""
@@ -185,17 +268,22 @@ class LuceneBackend:
     return [found.get(d) for d in doc_ids]
 
   def num_documents(self) -> int:
-    return int(self._views.numDocuments())
+    return self._num_documents
 
   def term_idf(self, terms: Sequence[str]) -> dict[str, float]:
-    """BM25 idf of index terms in the doc view (for snippet scoring)."""
+    """BM25 idf of index terms in the doc view (for snippet scoring); each
+    term's document frequency is read once and kept."""
     terms = list(terms)
-    n = self.num_documents()
-    dfs = np.asarray(self._call(self._views.docFreqs, self._strings(terms)))
-    return {
-        t: math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for t, df in zip(terms, dfs.tolist())
-    }
+    idf = {t: self._idf[t] for t in terms if t in self._idf}
+    new = [t for t in dict.fromkeys(terms) if t not in idf]
+    if new:
+      n = self._num_documents
+      dfs = np.asarray(self._call(self._views.docFreqs, self._strings(new)))
+      for t, df in zip(new, dfs.tolist()):
+        idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        if len(self._idf) < _IDF_CACHE_TERMS:
+          self._idf[t] = idf[t]
+    return idf
 
   def snippets(
       self, doc_ids: Sequence[str], query: SnippetQuery
@@ -211,13 +299,7 @@ class LuceneBackend:
     """
     if not self._java_snippets or not doc_ids:
       return [None] * len(doc_ids)
-    c = query.config
-    fixed = (
-        '\n'.join(query.terms), jpype.JArray(jpype.JDouble)(query.idf),
-        '\n'.join(map(' '.join, query.phrases)), '\n'.join(query.prefixes),
-        query.extra_cases,
-    )  # fmt: skip
-    sizes = (c.window_words, c.max_words, float(c.k1), float(c.b))
+    fixed, sizes = self._snippet_args(query)
     out, words = self._java_snippets_call(list(doc_ids), fixed, [], sizes)
     again = [i for i, s in enumerate(out) if s is _UNANALYZED]
     if again:
@@ -227,6 +309,19 @@ class LuceneBackend:
       for i, s in zip(again, retry):
         out[i] = None if s is _UNANALYZED else s
     return out
+
+  def _snippet_args(self, query: SnippetQuery | None):
+    """`Views.snippets`' query arguments (terms to extra cases) and sizes
+    for `query`; placeholders, never read, for None."""
+    if query is None:
+      return ('', jpype.JArray(jpype.JDouble)([]), '', '', ''), (1, 1, 0.0, 0.0)
+    c = query.config
+    fixed = (
+        '\n'.join(query.terms), jpype.JArray(jpype.JDouble)(query.idf),
+        '\n'.join(map(' '.join, query.phrases)), '\n'.join(query.prefixes),
+        query.extra_cases,
+    )  # fmt: skip
+    return fixed, (c.window_words, c.max_words, float(c.k1), float(c.b))
 
   def _java_snippets_call(self, ids, fixed, new_words, sizes):
     """`Views.snippets` with the query's `fixed` arguments and the terms of
@@ -260,6 +355,26 @@ class LuceneBackend:
   def close(self) -> None:
     self._pool.shutdown(wait=True)
     self._views.close()
+
+
+def _fusion_args(depths, weights, rrf_k):
+  """Java's depths and weights, per view (kept per setting: Java only
+  reads them); ValueError as `fusion.weighted_rrf` or for a depth below 1."""
+  return _java_fusion_args(
+      tuple(sorted(depths.items())), tuple(sorted(weights.items())), rrf_k
+  )
+
+
+@functools.lru_cache(maxsize=64)
+def _java_fusion_args(depths, weights, rrf_k):
+  depths, weights = dict(depths), dict(weights)
+  fusion.weighted_rrf({v: [] for v in VIEWS}, weights, rrf_k)  # checks
+  if any(depths.get(v, 0) < 1 for v in VIEWS):
+    raise ValueError(f'every view needs a depth >= 1, got {depths}')
+  return (
+      jpype.JArray(jpype.JInt)([depths[v] for v in VIEWS]),
+      jpype.JArray(jpype.JDouble)([float(weights[v]) for v in VIEWS]),
+  )
 
 
 def lucene_engine(

@@ -229,6 +229,7 @@ def engine_config(c) -> EngineConfig:
       rrf_k=e.rrf_k,
       weights=dict(e.weights),
       depth_factor=e.depth_factor,
+      view_depth_factor=dict(e.get('view_depth_factor', {})),
       min_depth=e.min_depth,
       max_k=e.max_k,
       max_query_chars=e.max_query_chars,

@@ -11,6 +11,7 @@ tie order. Without the jar (`bash launch/lucene_views.sh build`,
 run_tests.sh does it) or a Java 21+, these tests fail, never skip.
 """
 
+import collections
 import json
 import re
 import shutil
@@ -29,6 +30,8 @@ from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.backend import VIEWS
 from search_agent.search.engine import EngineConfig
 from search_agent.search.engine import SearchEngine
+from search_agent.search.guard import GuardConfig
+from search_agent.search.guard import LeakageGuard
 from search_agent.search.lucene_backend import lucene_engine
 from search_agent.search.lucene_backend import LuceneBackend
 from search_agent.search.parser import parse_query
@@ -212,6 +215,69 @@ def test_documents_and_snippets_match_tantivy(engines, corpus):
   assert [h.doc_id for h in a] == [h.doc_id for h in b]
   assert [h.snippet for h in a] == [h.snippet for h in b]
   assert all(h.snippet for h in a)
+
+
+def test_one_call_search_gives_the_general_paths_hits(
+    dirs, corpus, monkeypatch
+):
+  """The Lucene engine answers a query with one Java call (`Views.search`:
+  fused ranking, titles, URLs, snippets) and gets the hits of the general
+  path (fused rankings, documents, snippets; forced here by a reranker
+  that changes nothing): with a guard blocking every third page and the
+  top 5 of one query (more than the k + 2 candidates fetched: that query
+  goes the general way, as does any query with fewer than k unblocked
+  among them while more fused), a backend that has learned no words yet (the
+  second call for unanalyzed words), phrases, a site filter and a page
+  Java declines to cut (astral characters: Python cuts it)."""
+  texts = agreement_queries(corpus[: -len(EXTRA)], 100)
+  texts += [
+      '"film director" Paris',
+      'film director site:films.org',
+      'Emoji page film director Paris',
+  ]
+  plain = lucene_engine(dirs[0])
+  top5 = [h.url for h in plain.search([texts[0]], 5)[0]]
+  plain.close()
+  blocked = tuple(d.url for d in corpus[::10]) + tuple(top5)
+  guard = LeakageGuard(GuardConfig(blocked_patterns=blocked))
+  blocked_ids = {d.doc_id for d in corpus if guard.is_blocked(d.url)}
+  backend = LuceneBackend(dirs[0])
+  calls = collections.Counter()
+
+  def counted(name):
+    method = getattr(backend, name)
+
+    def call(*args, **kwargs):
+      calls[name] += 1
+      return method(*args, **kwargs)
+
+    return call
+
+  for name in ('fused_candidates', 'fused_rankings', 'snippets'):
+    monkeypatch.setattr(backend, name, counted(name))
+  kwargs = dict(guard=guard, analyzer=backend.analyzer, idf=backend.term_idf)
+  one = SearchEngine(backend, **kwargs)
+  general = SearchEngine(backend, **kwargs, reranker=lambda q, hits: hits)
+  try:
+    got = {k: [one.search([t], k)[0] for t in texts] for k in (1, 10)}
+    one_calls = dict(calls)
+    thinned = 0
+    for k in (1, 10):
+      assert got[k] == general.search(texts, k), k
+      assert one.search(texts, k) == got[k]  # a batch, on the pool
+      for fused in general.fused_rankings(list(map(parse_query, texts)), k):
+        kept = [d for d, _ in fused[: k + 2] if d not in blocked_ids]
+        thinned += len(kept) < k and len(fused) > k + 2
+  finally:
+    backend.close()
+  assert one_calls['fused_candidates'] == 2 * len(texts)
+  assert one_calls['fused_rankings'] == thinned >= 2  # texts[0] at k = 1, 10
+  assert one_calls['snippets'] >= 1
+  hits = [h for hits in got[10] for h in hits]
+  assert len(hits) >= 9 * len(texts)
+  assert not any(guard.is_blocked(h.url) for h in hits)
+  assert 'ex-astral' in {h.doc_id for h in hits}
+  assert all(h.snippet for h in hits)
 
 
 def test_bad_input_errors(engines, dirs, tmp_path):

@@ -1,8 +1,7 @@
 package searchagent.lucene;
 
+import java.util.Arrays;
 import java.util.Collection;
-import java.util.HashMap;
-import java.util.Map;
 import org.apache.lucene.index.LeafReaderContext;
 import org.apache.lucene.search.Collector;
 import org.apache.lucene.search.CollectorManager;
@@ -54,7 +53,7 @@ final class BestPassageParents
     private final int[] parents;
     private final float[] scores;
     private final int[] docs;
-    private final Map<Integer, Integer> slotOf;
+    private final SlotMap slotOf;
     private int size;
     private int minSlot;
 
@@ -64,7 +63,7 @@ final class BestPassageParents
       parents = new int[k];
       scores = new float[k];
       docs = new int[k];
-      slotOf = new HashMap<>(2 * k);
+      slotOf = new SlotMap(k);
     }
 
     @Override
@@ -109,8 +108,8 @@ final class BestPassageParents
             return;
           }
           int parent = parentOf[global];
-          Integer held = slotOf.get(parent);
-          if (held != null) {
+          int held = slotOf.get(parent);
+          if (held >= 0) {
             if (worse(score, global, held)) {
               return;
             }
@@ -143,13 +142,78 @@ final class BestPassageParents
       for (int i = 0; i < size; i++) {
         order[i] = i;
       }
-      java.util.Arrays.sort(
+      Arrays.sort(
           order, (a, b) -> worse(scores[a], docs[a], b) ? 1 : worse(scores[b], docs[b], a) ? -1 : 0);
       int[] out = new int[size];
       for (int i = 0; i < size; i++) {
         out[i] = parents[order[i]];
       }
       return out;
+    }
+  }
+
+  /**
+   * Parent to slot, for at most {@code k} parents: open addressing on int keys with linear
+   * probing and backward-shift deletion (no boxing; the passage view asks it once per competitive
+   * passage).
+   */
+  static final class SlotMap {
+    private static final int EMPTY = -1;
+    private final int[] keys;
+    private final int[] values;
+    private final int mask;
+
+    SlotMap(int k) {
+      int capacity = Integer.highestOneBit(Math.max(4, 4 * k) - 1) << 1;
+      keys = new int[capacity];
+      values = new int[capacity];
+      mask = capacity - 1;
+      Arrays.fill(keys, EMPTY);
+    }
+
+    private int home(int key) {
+      return (key * 0x9E3779B9) >>> 7 & mask;
+    }
+
+    /** The slot of {@code key} (a parent ordinal, >= 0), or -1. */
+    int get(int key) {
+      for (int i = home(key); ; i = (i + 1) & mask) {
+        if (keys[i] == key) {
+          return values[i];
+        }
+        if (keys[i] == EMPTY) {
+          return -1;
+        }
+      }
+    }
+
+    void put(int key, int value) {
+      int i = home(key);
+      while (keys[i] != EMPTY && keys[i] != key) {
+        i = (i + 1) & mask;
+      }
+      keys[i] = key;
+      values[i] = value;
+    }
+
+    void remove(int key) {
+      int i = home(key);
+      while (keys[i] != key) {
+        if (keys[i] == EMPTY) {
+          return;
+        }
+        i = (i + 1) & mask;
+      }
+      // Shift back later entries of the run whose home is not between the hole and them.
+      for (int j = (i + 1) & mask; keys[j] != EMPTY; j = (j + 1) & mask) {
+        int h = home(keys[j]);
+        if (((j - h) & mask) >= ((j - i) & mask)) {
+          keys[i] = keys[j];
+          values[i] = values[j];
+          i = j;
+        }
+      }
+      keys[i] = EMPTY;
     }
   }
 }

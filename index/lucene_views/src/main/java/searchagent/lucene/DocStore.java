@@ -61,6 +61,22 @@ final class DocStore implements AutoCloseable {
     }
   }
 
+  /** The UTF-8 bytes of one document's first {@code count} fields (doc_id, title, url, text). */
+  byte[][] fields(int ord, int count) throws IOException {
+    IndexInput in = docs.clone();
+    in.seek(offsets[ord]);
+    int n = in.readVInt();
+    if (n < count) {
+      throw new IllegalStateException("stored document " + ord + " has " + n + " fields");
+    }
+    byte[][] out = new byte[count][];
+    for (int i = 0; i < count; i++) {
+      out[i] = new byte[in.readVInt()];
+      in.readBytes(out[i], 0, out[i].length);
+    }
+    return out;
+  }
+
   /** One document's text (its fourth field). */
   String text(int ord) throws IOException {
     IndexInput in = docs.clone();

@@ -289,10 +289,18 @@ public final class Views implements AutoCloseable {
     if (k < 1) {
       throw new IllegalArgumentException("k must be >= 1, got " + k);
     }
+    return rankViews(words, phrases, site, new int[] {k, k, k});
+  }
+
+  /** The three views, each to its own depth ({doc, passage, title}). */
+  private int[][] rankViews(String words, String[] phrases, String site, int[] depths)
+      throws Exception {
     Analyzed a = analyze(words, phrases);
     if (viewPool == null || inFlight.incrementAndGet() > cores - 1) {
       try {
-        return new int[][] {rank(0, a, site, k), rank(1, a, site, k), rank(2, a, site, k)};
+        return new int[][] {
+          rank(0, a, site, depths[0]), rank(1, a, site, depths[1]), rank(2, a, site, depths[2])
+        };
       } finally {
         if (viewPool != null) {
           inFlight.decrementAndGet();
@@ -300,9 +308,9 @@ public final class Views implements AutoCloseable {
       }
     }
     try {
-      Future<int[]> passage = viewPool.submit(() -> rank(1, a, site, k));
-      int[] doc = rank(0, a, site, k);
-      int[] title = rank(2, a, site, k);
+      Future<int[]> passage = viewPool.submit(() -> rank(1, a, site, depths[1]));
+      int[] doc = rank(0, a, site, depths[0]);
+      int[] title = rank(2, a, site, depths[2]);
       return new int[][] {doc, passage.get(), title};
     } finally {
       inFlight.decrementAndGet();
@@ -314,9 +322,13 @@ public final class Views implements AutoCloseable {
     int best = Integer.MAX_VALUE;
   }
 
+  /** A query's fused documents, best first: ordinals and their weighted-RRF scores. */
+  private record Ranked(int[] ords, double[] scores) {}
+
   /**
    * One query's weighted RRF over its three views (fusion.weighted_rrf): each view searched to
-   * the deepest of {@code depths}, cut to its own depth, then score(d) = sum over views of w_v /
+   * its own depth in {@code depths} (the first of a deeper search: each view's order is total),
+   * then score(d) = sum over views of w_v /
    * (rrfK + rank_v(d)), ties by best single-view rank, then doc_id.
    *
    * @param depths per view {doc, passage, title}
@@ -326,11 +338,22 @@ public final class Views implements AutoCloseable {
   public double[] fused(
       String words, String[] phrases, String site, int[] depths, double[] weights, double rrfK)
       throws Exception {
+    Ranked r = fuse(words, phrases, site, depths, weights, rrfK);
+    double[] out = new double[r.ords.length * 2];
+    for (int i = 0; i < r.ords.length; i++) {
+      out[2 * i] = r.ords[i];
+      out[2 * i + 1] = r.scores[i];
+    }
+    return out;
+  }
+
+  private Ranked fuse(
+      String words, String[] phrases, String site, int[] depths, double[] weights, double rrfK)
+      throws Exception {
     if (depths.length != 3 || weights.length != 3) {
       throw new IllegalArgumentException("depths and weights need one value per view (3)");
     }
-    int deepest = Math.max(depths[0], Math.max(depths[1], depths[2]));
-    int[][] views = viewRankings(words, phrases, site, deepest);
+    int[][] views = rankViews(words, phrases, site, depths);
     Map<Integer, Fused> acc = new LinkedHashMap<>();
     for (int v = 0; v < 3; v++) {
       int n = Math.min(depths[v], views[v].length);
@@ -349,11 +372,95 @@ public final class Views implements AutoCloseable {
           if (c != 0) return c;
           return docIds[a.getKey()].compareTo(docIds[b.getKey()]);
         });
-    double[] out = new double[order.size() * 2];
-    for (int i = 0; i < order.size(); i++) {
-      out[2 * i] = order.get(i).getKey();
-      out[2 * i + 1] = order.get(i).getValue().score;
+    int[] ords = new int[order.size()];
+    double[] scores = new double[order.size()];
+    for (int i = 0; i < ords.length; i++) {
+      ords[i] = order.get(i).getKey();
+      scores[i] = order.get(i).getValue().score;
     }
+    return new Ranked(ords, scores);
+  }
+
+  /**
+   * One query answered in one call: its fused ranking ({@link #fused}) and, for the first {@code
+   * candidates} documents, what a hit shows: title, URL and, for the first {@code snipped} of
+   * them, the snippet {@link #snippets} would cut. One UTF-8 byte array: an ASCII header line of
+   * space-separated fields, the number of fused documents, then per candidate its ordinal, its
+   * score (shortest round-trip decimal) and the byte lengths of its title, URL and snippet (-1 and
+   * -2 as in {@link #snippets}, -3 past {@code snipped}); then the titles, URLs and snippets back
+   * to back, candidate by candidate; then the unanalyzed words, one per line. The snippet
+   * arguments are {@link #snippets}'.
+   */
+  public byte[] search(
+      String words, String[] phrases, String site, int[] depths, double[] weights, double rrfK,
+      int candidates, int snipped, String terms, double[] idf, String phraseTokens,
+      String prefixes, String extraCases, String newWords, String newTerms, int windowWords,
+      int maxWords, double k1, double b) throws Exception {
+    Ranked r = fuse(words, phrases, site, depths, weights, rrfK);
+    int n = Math.min(Math.max(0, candidates), r.ords.length);
+    int cut = Math.min(Math.max(0, snipped), n);
+    Snippets.Query q = cut == 0 ? null : snippetQuery(
+        terms, idf, phraseTokens, prefixes, extraCases, newWords, newTerms, windowWords,
+        maxWords, k1, b);
+    StringBuilder head = new StringBuilder().append(r.ords.length);
+    java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 12);
+    Set<String> unknown = new LinkedHashSet<>();
+    for (int i = 0; i < n; i++) {
+      int ord = r.ords[i];
+      byte[][] fields = store.fields(ord, 4);
+      head.append(' ').append(ord).append(' ').append(r.scores[i]);
+      head.append(' ').append(fields[1].length).append(' ').append(fields[2].length);
+      body.write(fields[1], 0, fields[1].length);
+      body.write(fields[2], 0, fields[2].length);
+      if (i >= cut) {
+        head.append(" -3");
+        continue;
+      }
+      String snippet = snippets.snippet(
+          new String(fields[3], java.nio.charset.StandardCharsets.UTF_8), q, unknown);
+      appendSnippet(snippet, head, body);
+    }
+    return finish(head, body, unknown);
+  }
+
+  private Snippets.Query snippetQuery(
+      String terms, double[] idf, String phrases, String prefixes, String extraCases,
+      String newWords, String newTerms, int windowWords, int maxWords, double k1, double b) {
+    if (!newWords.isEmpty()) {
+      snippets.learn(newWords.split("\n", -1), newTerms.split("\n", -1));
+    }
+    String[] lines = lines(phrases);
+    String[][] tokens = new String[lines.length][];
+    for (int i = 0; i < lines.length; i++) {
+      tokens[i] = lines[i].split(" ");
+    }
+    return new Snippets.Query(
+        lines(terms), idf, tokens, lines(prefixes), extraCases, windowWords, maxWords, k1, b);
+  }
+
+  /** A snippet's header field (its byte length, or -1 / -2) and its bytes. */
+  private static void appendSnippet(
+      String snippet, StringBuilder head, java.io.ByteArrayOutputStream body) {
+    if (snippet == null || snippet == Snippets.UNANALYZED) {
+      head.append(snippet == null ? " -1" : " -2");
+      return;
+    }
+    byte[] bytes = snippet.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    head.append(' ').append(bytes.length);
+    body.write(bytes, 0, bytes.length);
+  }
+
+  /** The header line, then the body, then the unanalyzed words. */
+  private static byte[] finish(
+      StringBuilder head, java.io.ByteArrayOutputStream body, Set<String> unknown) {
+    if (!unknown.isEmpty()) {
+      byte[] words = String.join("\n", unknown).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      body.write(words, 0, words.length);
+    }
+    byte[] h = head.append('\n').toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    byte[] out = new byte[h.length + body.size()];
+    System.arraycopy(h, 0, out, 0, h.length);
+    System.arraycopy(body.toByteArray(), 0, out, h.length, body.size());
     return out;
   }
 
@@ -414,40 +521,21 @@ public final class Views implements AutoCloseable {
       String[] ids, String terms, double[] idf, String phrases, String prefixes,
       String extraCases, String newWords, String newTerms, int windowWords, int maxWords,
       double k1, double b) throws IOException {
-    if (!newWords.isEmpty()) {
-      snippets.learn(newWords.split("\n", -1), newTerms.split("\n", -1));
-    }
-    String[] lines = lines(phrases);
-    String[][] tokens = new String[lines.length][];
-    for (int i = 0; i < lines.length; i++) {
-      tokens[i] = lines[i].split(" ");
-    }
-    Snippets.Query q = new Snippets.Query(
-        lines(terms), idf, tokens, lines(prefixes), extraCases, windowWords, maxWords, k1, b);
+    Snippets.Query q = snippetQuery(
+        terms, idf, phrases, prefixes, extraCases, newWords, newTerms, windowWords, maxWords, k1,
+        b);
     StringBuilder head = new StringBuilder();
     java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 12);
     Set<String> unknown = new LinkedHashSet<>();
     for (String id : ids) {
       int found = lookup(id);
-      String snippet =
-          found < 0 ? null : snippets.snippet(store.text(docOrd[found]), q, unknown);
-      if (snippet == null || snippet == Snippets.UNANALYZED) {
-        head.append(snippet == null ? "-1 " : "-2 ");
-        continue;
-      }
-      byte[] bytes = snippet.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-      head.append(bytes.length).append(' ');
-      body.write(bytes, 0, bytes.length);
+      appendSnippet(
+          found < 0 ? null : snippets.snippet(store.text(docOrd[found]), q, unknown), head, body);
     }
-    if (!unknown.isEmpty()) {
-      byte[] words = String.join("\n", unknown).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-      body.write(words, 0, words.length);
+    if (head.length() > 0) {
+      head.deleteCharAt(0);
     }
-    byte[] h = head.append('\n').toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-    byte[] out = new byte[h.length + body.size()];
-    System.arraycopy(h, 0, out, 0, h.length);
-    System.arraycopy(body.toByteArray(), 0, out, h.length, body.size());
-    return out;
+    return finish(head, body, unknown);
   }
 
   private static String[] lines(String joined) {
