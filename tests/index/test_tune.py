@@ -188,6 +188,15 @@ def _tune_binary(repo_root, workdir, *flags):
   return out, json.loads((workdir / 'tune.json').read_text())
 
 
+def test_served_engine_searches_the_passage_view_to_depth_k():
+  c = serve.get_config()
+  config = service.engine_config(c)
+  assert dict(config.view_depth_factor) == {'passage': 1}
+  assert (config.depth_factor, config.min_depth) == (5, 20)
+  c.engine.view_depth_factor.passage = 5
+  assert dict(service.engine_config(c).view_depth_factor) == {'passage': 5}
+
+
 @pytest.mark.slow  # one subprocess: builds 500 documents, ~10 s idle
 def test_tune_binary_writes_a_fusion_file_the_engine_loads(tmp_path, repo_root):
   n = _known_item_tasks(tmp_path / 'tasks.jsonl')
