@@ -240,7 +240,11 @@ class SearchEngine:
     return out
 
   def _candidate_hits(
-      self, q: ParsedQuery, kept: list[Candidate], idf, query
+      self,
+      q: ParsedQuery,
+      kept: list[Candidate],
+      idf: snippets.IdfFn | None,
+      query: snippets.SnippetQuery | None,
   ) -> list[Hit]:
     """Hits of candidates; a missing snippet is cut by the backend, else
     here from the document's text."""
