@@ -328,8 +328,8 @@ public final class Views implements AutoCloseable {
   /**
    * One query's weighted RRF over its three views (fusion.weighted_rrf): each view searched to
    * its own depth in {@code depths} (the first of a deeper search: each view's order is total),
-   * then score(d) = sum over views of w_v /
-   * (rrfK + rank_v(d)), ties by best single-view rank, then doc_id.
+   * then score(d) = sum over views of w_v / (rrfK + rank_v(d)), ties by best single-view rank,
+   * then doc_id.
    *
    * @param depths per view {doc, passage, title}
    * @param weights per view {doc, passage, title}
