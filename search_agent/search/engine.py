@@ -260,10 +260,7 @@ class SearchEngine:
             f'the backend ranked {d!r} but cannot return it: the index is'
             ' inconsistent; rebuild it'
         )
-      cut[d] = snippets.make_snippet(
-          docs[d].text, q.terms, q.phrases, self.analyzer, idf,
-          self.config.snippet,
-      )  # fmt: skip
+      cut[d] = self._snippet_here(q, docs[d].text, idf)
     return [
         Hit(
             doc_id=c.doc_id, title=c.title, url=c.url, score=c.score,
@@ -342,13 +339,18 @@ class SearchEngine:
             h,
             snippet=c
             if c is not None
-            else snippets.make_snippet(
-                docs[h.doc_id].text, q.terms, q.phrases, self.analyzer, idf,
-                self.config.snippet,
-            ),  # fmt: skip
+            else self._snippet_here(q, docs[h.doc_id].text, idf),
         )
         for h, c in zip(hits, cut)
     ]
+
+  def _snippet_here(
+      self, q: ParsedQuery, text: str, idf: snippets.IdfFn | None
+  ) -> str:
+    """`make_snippet`'s snippet of a text for the query, cut in Python."""
+    return snippets.make_snippet(
+        text, q.terms, q.phrases, self.analyzer, idf, self.config.snippet
+    )
 
   def get_documents(self, doc_ids: Sequence[str]) -> list[Document | None]:
     return self.backend.get_documents(doc_ids)

@@ -79,18 +79,7 @@ final class DocStore implements AutoCloseable {
 
   /** One document's text (its fourth field). */
   String text(int ord) throws IOException {
-    IndexInput in = docs.clone();
-    in.seek(offsets[ord]);
-    int n = in.readVInt();
-    if (n < 4) {
-      throw new IllegalStateException("stored document " + ord + " has " + n + " fields");
-    }
-    for (int i = 0; i < 3; i++) {
-      in.skipBytes(in.readVInt());
-    }
-    byte[] text = new byte[in.readVInt()];
-    in.readBytes(text, 0, text.length);
-    return new String(text, StandardCharsets.UTF_8);
+    return new String(fields(ord, 4)[3], StandardCharsets.UTF_8);
   }
 
   @Override

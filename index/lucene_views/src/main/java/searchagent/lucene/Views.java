@@ -407,7 +407,7 @@ public final class Views implements AutoCloseable {
     Set<String> unknown = new LinkedHashSet<>();
     for (int i = 0; i < n; i++) {
       int ord = r.ords[i];
-      byte[][] fields = store.fields(ord, 4);
+      byte[][] fields = store.fields(ord, i < cut ? 4 : 3); // the text only to cut a snippet
       head.append(' ').append(ord).append(' ').append(r.scores[i]);
       head.append(' ').append(fields[1].length).append(' ').append(fields[2].length);
       body.write(fields[1], 0, fields[1].length);
@@ -531,9 +531,6 @@ public final class Views implements AutoCloseable {
       int found = lookup(id);
       appendSnippet(
           found < 0 ? null : snippets.snippet(store.text(docOrd[found]), q, unknown), head, body);
-    }
-    if (head.length() > 0) {
-      head.deleteCharAt(0);
     }
     return finish(head, body, unknown);
   }
