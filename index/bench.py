@@ -11,7 +11,9 @@ searched one after another (the previous implementation), with the ratios
 between them measured in the same run. With `lucene_backend` the embedded
 Lucene backend (`search/lucene_backend.py`) is built from the same documents
 and measured beside them: its doc view alone, its fused three views (views
-and RRF in Java, one bridge call) and its full pipeline with snippets. The
+and RRF in Java, one bridge call) and its full pipeline with snippets; its
+speed targets are checked (`targets`: as measured and at the speed of the
+machine they were set on, scaled by Pyserini's QPS in the same run). The
 snippets of k hits are also timed alone (`benchmark.snippet_cost`: CPU per
 query without and with the document cache). A corpus
 already built in DIR (DIR/<corpus>-build.json) is reused, so
@@ -248,6 +250,9 @@ def run_corpus(name, c, workdir, vocab) -> dict:
       out['lucene'] = _lucene(name, c, workdir, vocab, queries)
       out['latency'].append(out['lucene']['latency'])
     out['ratios'] = benchmark.ratios(out['latency'])
+    out['targets'] = benchmark.target_checks(
+        out['latency'], benchmark.SpeedTargets(**c.targets.to_dict())
+    )
     out['rss_mb_end'] = benchmark.rss_mb()
     out['anon_rss_mb_end'] = benchmark.anon_rss_mb()
     engine.close()

@@ -209,6 +209,93 @@ def ratios(latency: Sequence[dict]) -> dict[str, dict[str, float]]:
   return out
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SpeedTargets:
+  """Speed targets of one pipeline row, checked in a run's figures.
+
+  Figures move with the machine (tens of percent between runs on a shared
+  2-core box), so each is also given at the reference machine's speed: a
+  peer measured in the same run (one client) answered `peer_reference_qps`
+  there, and a figure is scaled by that over the peer's QPS in this run
+  (QPS times it, latency divided by it).
+
+  Attributes:
+    row: The pipeline row checked.
+    p50_ms: Its p50 at one client, at most.
+    qps: (clients, QPS at least) pairs.
+    speedup: Its QPS over `baseline_row`'s at one client, at least.
+    baseline_row: The row it is faster than.
+    doc_view_row: A single-view row compared with the peer.
+    doc_view_vs_peer: That row's QPS over the peer's at one client, at
+      least.
+    peer_row: The peer (one client).
+    peer_reference_qps: The peer's QPS on the reference machine.
+  """
+
+  row: str
+  p50_ms: float
+  qps: tuple[tuple[int, float], ...]
+  speedup: float
+  baseline_row: str
+  doc_view_row: str
+  doc_view_vs_peer: float
+  peer_row: str
+  peer_reference_qps: float
+
+
+def target_checks(latency: Sequence[dict], t: SpeedTargets) -> list[dict]:
+  """Each target: its figure as measured and at the reference speed (None
+  without the peer), and whether it is met; [] when `t.row` was not run.
+
+  Ratios of two rows of the same run carry no machine speed: their
+  `at_reference_speed` is the measured ratio.
+  """
+  runs = {(r['name'], r['concurrency']): r for r in latency}
+  if (t.row, 1) not in runs:
+    return []
+  peer = runs.get((t.peer_row, 1))
+  scale = t.peer_reference_qps / peer['qps'] if peer else None
+
+  def check(name, measured, target, at_most=False, scaled=None):
+    met = (lambda v: v <= target) if at_most else (lambda v: v >= target)
+    return {
+        'check': name,
+        'target': f'{"<=" if at_most else ">="} {target:g}',
+        'measured': round(measured, 3),
+        'met': met(measured),
+        'at_reference_speed': None if scaled is None else round(scaled, 3),
+        'met_at_reference_speed': None if scaled is None else met(scaled),
+    }
+
+  ours = runs[(t.row, 1)]
+  out = [
+      check(
+          'p50 ms, 1 client', ours['p50_ms'], t.p50_ms, at_most=True,
+          scaled=None if scale is None else ours['p50_ms'] / scale,
+      )  # fmt: skip
+  ]
+  for clients, qps in t.qps:
+    if (t.row, clients) in runs:
+      got = runs[(t.row, clients)]['qps']
+      out.append(
+          check(
+              f'QPS, {clients} client{"s" * (clients > 1)}', got, qps,
+              scaled=None if scale is None else got * scale,
+          )  # fmt: skip
+      )
+  pairs = (
+      (f'QPS over {t.baseline_row!r}, 1 client', t.row, t.baseline_row,
+       t.speedup),
+      (f'{t.doc_view_row!r} QPS over the peer, 1 client', t.doc_view_row,
+       t.peer_row, t.doc_view_vs_peer),
+  )  # fmt: skip
+  for name, a, b, target in pairs:
+    if (a, 1) in runs and (b, 1) in runs:
+      ratio = runs[(a, 1)]['qps'] / max(runs[(b, 1)]['qps'], 1e-9)
+      out.append(check(name, ratio, target, scaled=ratio))
+  return out
+
+
 def single_view_build_rate(
     docs: Iterable[Document],
     out_dir: pathlib.Path,

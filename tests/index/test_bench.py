@@ -64,6 +64,10 @@ def test_bench_lucene_backend_pulse(tmp_path, repo_root):
   assert cost['queries'] == 8 and cost['unsupported_queries'] == 0
   assert cost['backend_cpu_ms_per_query'] > 0
   assert cost['python_cpu_ms_per_query'] > 0
+  # No Pyserini here: the targets as measured only.
+  checks = {c['check']: c for c in result['targets']}
+  absolute = ('p50 ms, 1 client', 'QPS, 1 client')
+  assert [checks[c]['at_reference_speed'] for c in absolute] == [None] * 2
 
 
 def test_measure_latency_counts_every_query():
@@ -72,3 +76,51 @@ def test_measure_latency_counts_every_query():
   assert sorted(seen) == list('abcdef')  # 2 warm-up + 4 timed
   assert stats.queries == 4 and stats.concurrency == 3
   assert stats.p99_ms >= stats.p50_ms >= 0
+
+
+def _targets(**over):
+  t = dict(
+      row='ours', p50_ms=3.0, qps=((1, 250.0), (16, 500.0)), speedup=2.5,
+      baseline_row='before', doc_view_row='doc', doc_view_vs_peer=1.0,
+      peer_row='peer', peer_reference_qps=800.0,
+  )  # fmt: skip
+  return benchmark.SpeedTargets(**{**t, **over})
+
+
+def _row(name, clients, qps, p50_ms=1.0):
+  return {'name': name, 'concurrency': clients, 'qps': qps, 'p50_ms': p50_ms}
+
+
+def test_target_checks_scale_by_the_peer_measured_in_the_same_run():
+  latency = [
+      _row('ours', 1, 300.0, p50_ms=3.2), _row('ours', 16, 450.0),
+      _row('before', 1, 100.0), _row('doc', 1, 390.0), _row('peer', 1, 400.0),
+  ]  # fmt: skip
+  got = {c['check']: c for c in benchmark.target_checks(latency, _targets())}
+  # This run's machine is half the reference's speed (peer 400 vs 800 QPS).
+  p50 = got['p50 ms, 1 client']
+  assert (p50['measured'], p50['met']) == (3.2, False)
+  assert (p50['at_reference_speed'], p50['met_at_reference_speed']) == (
+      1.6, True,
+  )  # fmt: skip
+  q16 = got['QPS, 16 clients']
+  assert (q16['target'], q16['measured'], q16['met']) == ('>= 500', 450, False)
+  assert (q16['at_reference_speed'], q16['met_at_reference_speed']) == (
+      900.0, True,
+  )  # fmt: skip
+  assert got['QPS, 1 client']['met'] is True
+  # Ratios of two rows of one run do not scale.
+  speedup = got["QPS over 'before', 1 client"]
+  assert speedup['measured'] == speedup['at_reference_speed'] == 3.0
+  doc = got["'doc' QPS over the peer, 1 client"]
+  assert (doc['measured'], doc['met']) == (0.975, False)
+
+
+def test_target_checks_without_the_peer_or_the_row():
+  latency = [_row('ours', 1, 300.0), _row('before', 1, 100.0)]
+  checks = benchmark.target_checks(latency, _targets())
+  assert [c['check'] for c in checks] == [
+      'p50 ms, 1 client', 'QPS, 1 client', "QPS over 'before', 1 client",
+  ]  # fmt: skip
+  assert all(c['at_reference_speed'] is None for c in checks[:2])
+  assert benchmark.target_checks(latency, _targets(row='other')) == []
