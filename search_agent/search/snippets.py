@@ -271,6 +271,16 @@ def _extra_cases(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
   return tuple(sorted({x for c in chars for x in _EXTRA_CASES.get(c, ())}))
 
 
+@functools.lru_cache(maxsize=8192)
+def _extra_pairs(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
+  """`_extra_cases` as pairs x + c: re.I matches the tokens' character c
+  also to a text's x (lowercased); None as there."""
+  if _extra_cases(tokens) is None:
+    return None
+  chars = set(''.join(tokens))
+  return tuple(sorted({x + c for c in chars for x in _EXTRA_CASES.get(c, ())}))
+
+
 def _lowercase_safe(lower: str | None, tokens: tuple[str, ...]) -> bool:
   """Whether `tokens` can be matched in the `_Text.lower` copy `lower`."""
   if lower is None:
@@ -572,8 +582,9 @@ class SnippetQuery:
       without tokens left out.
     prefixes: What a candidate word starts with (`_prefixes`).
     extra_cases: re.I's extra case equivalents of the prefixes' and the
-      phrase tokens' characters: a lowercased text holding one must be
-      cut here.
+      phrase tokens' characters, as pairs x + c (`_extra_pairs`): in a
+      lowercased text x also matches the query's c, as re.I matches it
+      (so ı matches i, ſ matches s).
     config: Window and excerpt sizes, BM25 k1 and b.
   """
 
@@ -602,10 +613,10 @@ def snippet_query(
   tokens = tuple(t for t in map(tuple, map(analysis.raw_tokens, phrases)) if t)
   extra = set()
   for group in (prefixes, *tokens):
-    chars = _extra_cases(group)
-    if chars is None:
+    pairs = _extra_pairs(group)
+    if pairs is None:
       return None
-    extra.update(chars)
+    extra.update(pairs)
   weights = dict(idf(list(query_terms)))
   return SnippetQuery(
       terms=query_terms,

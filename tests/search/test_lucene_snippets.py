@@ -21,6 +21,14 @@ from search_agent.search.lucene_backend import lucene_engine
 from search_agent.search.parser import parse_query
 
 _WORD = re.compile(r'[^\W\d_]{3,}')
+# re.I's extra case pairs (query character c, text character x) whose word
+# ab{c}cd is a lowercase letter run (snippet_query declines the others).
+EXTRA_PAIRS = sorted(
+    (c, x)
+    for c, xs in snippets._EXTRA_CASES.items()  # pylint: disable=protected-access
+    for x in xs
+    if f'ab{c}cd'.isalnum() and f'ab{c}cd' == f'ab{c}cd'.lower()
+)
 _LONG = ' '.join(f'word{i} filler' for i in range(60))
 HANDMADE = [
     Document(
@@ -68,6 +76,24 @@ HANDMADE = [
         text=('The fılm director ſtudied film in Paris. Another film.'),
     ),
     Document(
+        doc_id='h-extra',
+        title='Extra cases',
+        url='https://h.org/10',
+        text=(
+            'The ſtudio of Iſtanbul made a fılm. A µ-film on ϐιϐλίο, θέατρο'
+            ' and ϑέατρο. Kelvin: 5\u212a. STUDIO OF ISTANBUL film director.'
+        ),
+    ),
+    Document(
+        doc_id='h-extra-all',
+        title='Every extra case',
+        url='https://h.org/11',
+        text=' '.join(
+            f'Filler {i} here. The word ab{x}cd stands {i}. More filler {i}.'
+            for i, (_, x) in enumerate(EXTRA_PAIRS)
+        ),
+    ),
+    Document(
         doc_id='h-astral',
         title='Astral',
         url='https://h.org/6',
@@ -87,6 +113,7 @@ HANDMADE = [
         text=('Film\u00a0director\u2003in\u3000Paris. Film\x1cdirector born.'),
     ),
 ]
+HANDMADE_BY_ID = {d.doc_id: d for d in HANDMADE}
 HANDMADE_QUERIES = [
     'film director Paris',
     'director',
@@ -107,6 +134,11 @@ HANDMADE_QUERIES = [
     '"film-director" won',
     '"word3 filler" "director film"',
     '"sentence. Another"',
+    'studio istanbul film',
+    '"studio of" Istanbul',
+    'βιβλίο θέατρο μ',
+    '"ϑέατρο and" 5k',
+    'fılm ıstanbul',
 ]
 
 
@@ -206,13 +238,43 @@ def test_java_snippets_equal_make_snippet_on_handmade_texts(engine):
           assert java == python, (text, doc.doc_id, config)
         cut[doc.doc_id] = cut.get(doc.doc_id, 0) + (java is not None)
   # What Java declines: characters outside the BMP, a Σ or an İ (the
-  # lowercase copy is not one to one), ı / ſ for prefixes holding i / s,
-  # letter and other numbers inside a candidate word.
+  # lowercase copy is not one to one). re.I's extra cases (ı, ſ, ϐ, ϑ, µ
+  # for i, s, β, θ, μ and back) it matches as re.I does.
   assert cut['h-astral'] == 0
   assert cut['h-case'] == 0
-  assert cut['h-dotless'] < 2 * len(HANDMADE_QUERIES)
-  for doc_id in ('h-lines', 'h-abbrev', 'h-long', 'h-empty', 'h-spaces'):
+  for doc_id in ('h-lines', 'h-abbrev', 'h-long', 'h-empty', 'h-spaces',
+                 'h-dotless', 'h-extra'):  # fmt: skip
     assert cut[doc_id] == 2 * len(HANDMADE_QUERIES), doc_id
+
+
+def test_java_matches_every_extra_case_as_re_i_does(engine):
+  """For each of re.I's extra case pairs a quoted word and a term with the
+  query's character, in a text holding the other: the same snippet, cut in
+  Java unless the text holds an equivalent of the query's character that is
+  not a letter (re.I matches it across a word break: Java declines)."""
+  backend = engine.backend
+  in_text = {x for _, x in EXTRA_PAIRS}
+  across_words = {c for c, x in EXTRA_PAIRS if not x.isalnum()}
+  found = 0
+  for c, x in EXTRA_PAIRS:
+    for text in (f'"ab{c}cd"', f'ab{c}cd filler'):
+      q = parse_query(text)
+      idf = engine.query_idf(q)
+      query = snippets.snippet_query(q.terms, q.phrases, engine.analyzer, idf)
+      assert query is not None, text
+      (java,) = backend.snippets(['h-extra-all'], query)
+      if c in across_words:
+        assert java is None, (c, x)
+        continue
+      python = snippets.make_snippet(
+          HANDMADE_BY_ID['h-extra-all'].text, q.terms, q.phrases,
+          engine.analyzer, idf, cache=None,
+      )  # fmt: skip
+      assert java == python, (c, x, text)
+      if text.startswith('"') and c not in in_text:  # found through x only
+        assert f'ab{x}cd' in java, (c, x)
+      found += text.startswith('"')
+  assert found >= 50  # pairs Java cut
 
 
 def test_the_engine_uses_java_snippets_and_python_where_declined(
@@ -247,14 +309,15 @@ def test_snippet_query_is_none_where_only_python_cuts(engine):
   a = engine.analyzer
   idf = engine.query_idf(parse_query('film'))
   assert snippets.snippet_query(['film'], [], a, None) is None
-  # A phrase's characters count too: s and i (re.I: ſ, ı).
-  assert snippets.snippet_query([], ['Sis'], a, idf).extra_cases == 'ıſ'
+  # A phrase's characters count too: s and i (re.I: ſ, ı), as pairs of
+  # the text's character and the query's.
+  assert snippets.snippet_query([], ['Sis'], a, idf).extra_cases == 'ıiſs'
   q = snippets.snippet_query(['film'], ['Film Director', '...'], a, idf)
   assert q.phrases == (('film', 'director'),)
   assert q.terms == ('director', 'film')
   q = snippets.snippet_query(['Films', 'directors', 'in'], [], a, idf)
   assert q.terms == ('director', 'film') and q.prefixes == ('directo', 'fil')
-  assert q.extra_cases == '\u0131'  # re.I: i also matches a dotless ı
+  assert q.extra_cases == '\u0131i'  # re.I: i also matches a dotless ı
 
 
 def test_a_short_window_config_reaches_java(engine):

@@ -14,9 +14,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * the documents of the Lucene backend: the same windows, excerpts and scores in the same
  * floating-point order, so the output is the same string. It covers the common case and declines
  * (returns null, the caller cuts the snippet in Python) where matching the Python code exactly
- * would need its regex engine: characters outside the BMP, texts whose lowercase
- * copy is not character for character (the Python code then matches with re.I) and query prefixes
- * and phrase tokens re.I would match through an extra case equivalent. Quoted phrases count first,
+ * would need its regex engine: characters outside the BMP and texts whose lowercase copy is not
+ * character for character (the Python code then matches with re.I). Where re.I matches a query
+ * character to a text's through an extra case equivalent (i to ı, s to ſ), so does this class. Quoted
+ * phrases count first,
  * as there. Candidate words are analyzed by the caller
  * (the Python analyzer, so a word's term is tantivy's stem, not Lucene's Snowball revision's) and
  * kept ({@link #learn}): a document with a word not seen before is returned with its new words,
@@ -62,15 +63,18 @@ final class Snippets {
    * One query's snippet settings and terms, the same for each of its documents: its index terms
    * in the BM25 sum's order (snippets.py's _query_terms) with their corpus idf, its quoted
    * phrases as lowercase letter/digit tokens (analysis.raw_tokens), the prefixes a
-   * candidate word starts with (_prefixes), re.I's extra case equivalents of their characters (a
-   * text holding one is declined), the window and excerpt sizes and BM25 k1, b.
+   * candidate word starts with (_prefixes), re.I's extra case equivalents of their characters (pairs
+   * of a text character and the query character it also matches), the window and excerpt sizes
+   * and BM25 k1, b.
    */
   static final class Query {
     final Map<String, Integer> slot = new HashMap<>();
     final double[] idf;
     final String[][] phrases;
     final String[] prefixes;
-    final String extraCases;
+    /** Text character extraText[i] also matches query character extraQuery[i]. */
+    final char[] extraText;
+    final char[] extraQuery;
     final char minExtra;
     final int windowWords;
     final int maxWords;
@@ -100,16 +104,53 @@ final class Snippets {
       this.idf = idf;
       this.phrases = phrases;
       this.prefixes = prefixes;
-      this.extraCases = extraCases;
+      if (extraCases.length() % 2 != 0) {
+        throw new IllegalArgumentException(
+            "extra cases are pairs (text character, query character): " + extraCases);
+      }
+      int pairs = extraCases.length() / 2;
+      extraText = new char[pairs];
+      extraQuery = new char[pairs];
       char min = Character.MAX_VALUE;
-      for (int i = 0; i < extraCases.length(); i++) {
-        min = (char) Math.min(min, extraCases.charAt(i));
+      for (int i = 0; i < pairs; i++) {
+        extraText[i] = extraCases.charAt(2 * i);
+        extraQuery[i] = extraCases.charAt(2 * i + 1);
+        min = (char) Math.min(min, extraText[i]);
       }
       this.minExtra = min;
       this.windowWords = windowWords;
       this.maxWords = maxWords;
       this.k1 = k1;
       this.b = b;
+    }
+
+    /** Whether lowercase text character {@code t} matches query character {@code c} (re.I). */
+    boolean matches(char t, char c) {
+      if (t == c) {
+        return true;
+      }
+      if (t < minExtra) {
+        return false;
+      }
+      for (int i = 0; i < extraText.length; i++) {
+        if (extraText[i] == t && extraQuery[i] == c) {
+          return true;
+        }
+      }
+      return false;
+    }
+
+    /** Whether {@code t} is the text side of an extra case pair. */
+    boolean isExtra(char t) {
+      if (t < minExtra) {
+        return false;
+      }
+      for (char x : extraText) {
+        if (x == t) {
+          return true;
+        }
+      }
+      return false;
     }
   }
 
@@ -263,7 +304,7 @@ final class Snippets {
     }
     char[] low = lowercase(text, q.idf.length + q.phrases.length, q);
     int[][] positions = positions(text, low, q, unknown);
-    int[][] spans = phraseSpans(text, low, q.phrases);
+    int[][] spans = phraseSpans(text, low, q);
     int[] ends = sentenceEnds(text);
     Scorer scorer = new Scorer(positions, spans, q);
     int budget = q.maxWords;
@@ -316,10 +357,12 @@ final class Snippets {
 
   /**
    * The lowercase copy of a text's words, or null when the query has no terms and no phrases
-   * (nothing to find); declined where snippets.py would match with re.I: a Σ or an İ (its
-   * str.lower() is not one character for one), or an extra case equivalent of the prefixes' or
-   * phrases' characters. Elsewhere Character.toLowerCase is String.toLowerCase(Locale.ROOT) and
-   * Python's str.lower().
+   * (nothing to find); declined where snippets.py matches with re.I in ways this class does not
+   * copy: a Σ or an İ (its str.lower() is not one character for one), or an extra case equivalent
+   * of the prefixes' or phrases' characters that is not a letter or digit (re.I would match it
+   * where a word breaks). Elsewhere Character.toLowerCase is String.toLowerCase(Locale.ROOT) and
+   * Python's str.lower(), and the lowercase copy matched through {@link Query#matches} finds what
+   * re.I finds in the text.
    */
   private static char[] lowercase(Text text, int wanted, Query q) throws Declined {
     if (wanted == 0) {
@@ -338,7 +381,7 @@ final class Snippets {
         }
         l = Character.toLowerCase(c);
       }
-      if (l >= q.minExtra && q.extraCases.indexOf(l) >= 0) {
+      if (l >= q.minExtra && q.isExtra(l) && !isAlnum(l)) {
         throw new Declined();
       }
       low[i] = l;
@@ -351,9 +394,9 @@ final class Snippets {
   }
 
   /** Each candidate word (run) of {@code low} with its word index, in text order. */
-  private static void scan(Text text, char[] low, String[] prefixes, Found found)
+  private static void scan(Text text, char[] low, Query q, Found found)
       throws Declined {
-    if (low == null || prefixes.length == 0) {
+    if (low == null || q.prefixes.length == 0) {
       return;
     }
     int n = text.length;
@@ -374,7 +417,7 @@ final class Snippets {
       while (i < n && isAlnum(low[i])) {
         i++;
       }
-      if (startsWithAny(low, start, i, prefixes)) {
+      if (startsWithAny(low, start, i, q)) {
         found.accept(new String(low, start, i - start), word);
       }
     }
@@ -387,7 +430,7 @@ final class Snippets {
     int[][] found = new int[terms][];
     int[] sizes = new int[terms];
     boolean[] missing = {false};
-    scan(text, terms == 0 ? null : low, q.prefixes, (run, word) -> {
+    scan(text, terms == 0 ? null : low, q, (run, word) -> {
       String term = analyzed.get(run);
       if (term == null) {
         unknown.add(run);
@@ -421,7 +464,8 @@ final class Snippets {
    * by non-alphanumeric characters, not inside a longer run (snippets.py's _lower_bounded on the
    * lowercase copy; non-overlapping per phrase, as re.finditer).
    */
-  private static int[][] phraseSpans(Text text, char[] low, String[][] phrases) {
+  private static int[][] phraseSpans(Text text, char[] low, Query q) {
+    String[][] phrases = q.phrases;
     if (phrases.length == 0) {
       return new int[0][];
     }
@@ -429,7 +473,7 @@ final class Snippets {
     for (String[] toks : phrases) {
       int from = 0;
       while (from < text.length) {
-        int end = matchAt(low, text.length, from, toks);
+        int end = matchAt(low, text.length, from, toks, q);
         if (end < 0) {
           from++;
           continue;
@@ -443,8 +487,8 @@ final class Snippets {
   }
 
   /** One past the phrase's last character when it matches at {@code start}, else -1. */
-  private static int matchAt(char[] low, int n, int start, String[] toks) {
-    if (!regionIs(low, start, n, toks[0])) {
+  private static int matchAt(char[] low, int n, int start, String[] toks, Query q) {
+    if (!regionIs(low, start, n, toks[0], q)) {
       return -1;
     }
     if (start > 0 && isAlnum(low[start - 1])) {
@@ -456,7 +500,7 @@ final class Snippets {
       while (j < n && !isAlnum(low[j])) {
         j++;
       }
-      if (j == sep || !regionIs(low, j, n, toks[t])) {
+      if (j == sep || !regionIs(low, j, n, toks[t], q)) {
         return -1;
       }
       j += toks[t].length();
@@ -464,23 +508,26 @@ final class Snippets {
     return j < n && isAlnum(low[j]) ? -1 : j;
   }
 
-  /** Whether {@code s} starts at {@code at} of the first {@code n} characters of {@code a}. */
-  private static boolean regionIs(char[] a, int at, int n, String s) {
+  /**
+   * Whether {@code s} starts at {@code at} of the first {@code n} characters of {@code a}, each
+   * character matched as re.I matches it ({@link Query#matches}).
+   */
+  private static boolean regionIs(char[] a, int at, int n, String s, Query q) {
     int len = s.length();
     if (at + len > n) {
       return false;
     }
     for (int k = 0; k < len; k++) {
-      if (a[at + k] != s.charAt(k)) {
+      if (a[at + k] != s.charAt(k) && !q.matches(a[at + k], s.charAt(k))) {
         return false;
       }
     }
     return true;
   }
 
-  private static boolean startsWithAny(char[] low, int at, int end, String[] prefixes) {
-    for (String p : prefixes) {
-      if (regionIs(low, at, end, p)) {
+  private static boolean startsWithAny(char[] low, int at, int end, Query q) {
+    for (String p : q.prefixes) {
+      if (regionIs(low, at, end, p, q)) {
         return true;
       }
     }
