@@ -16,12 +16,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * (returns null, the caller cuts the snippet in Python) where matching the Python code exactly
  * would need its regex engine: characters outside the BMP and texts whose lowercase copy is not
  * character for character (the Python code then matches with re.I). Where re.I matches a query
- * character to a text's through an extra case equivalent (i to ı, s to ſ), so does this class. Quoted
- * phrases count first,
- * as there. Candidate words are analyzed by the caller
- * (the Python analyzer, so a word's term is tantivy's stem, not Lucene's Snowball revision's) and
- * kept ({@link #learn}): a document with a word not seen before is returned with its new words,
- * analyzed, learned and cut again. Corpus idf only. Thread-safe.
+ * character to a text's through an extra case equivalent (i to ı, s to ſ), so does this class.
+ * Quoted phrases count first, as there. Candidate words are analyzed by the caller (the Python
+ * analyzer, so a word's term is tantivy's stem, not Lucene's Snowball revision's) and kept ({@link
+ * #learn}): a document with a word not seen before is returned with its new words, analyzed,
+ * learned and cut again. Corpus idf only. Thread-safe.
  */
 final class Snippets {
   /** Marks a word that ends a line (snippets.py's _LINE_END). */
