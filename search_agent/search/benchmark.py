@@ -9,6 +9,7 @@ queries from one shared list; QPS is queries / wall time of the run.
 import concurrent.futures
 import dataclasses
 import pathlib
+import resource
 import threading
 import time
 from typing import Callable, Iterable, Sequence
@@ -38,6 +39,9 @@ class LatencyStats:
     cpu_ms_per_query: Process CPU time (all threads) per query: on a busy
       machine this is the load-independent cost; 2 idle cores would
       serve at most 2000 / cpu_ms_per_query queries per second.
+    major_faults: Page faults of the process that read from disk during
+      the timed run (an index partly out of the page cache: its latency
+      and CPU include the reads).
   """
 
   name: str
@@ -47,6 +51,12 @@ class LatencyStats:
   p99_ms: float
   qps: float
   cpu_ms_per_query: float
+  major_faults: int = 0
+
+
+def major_faults() -> int:
+  """This process's page faults that read from disk so far."""
+  return resource.getrusage(resource.RUSAGE_SELF).ru_majflt
 
 
 def measure_latency(
@@ -74,12 +84,13 @@ def measure_latency(
       call(timed[i])
       latencies[i] = time.perf_counter() - t
 
-  start, cpu = time.perf_counter(), time.process_time()
+  start, cpu, faults = time.perf_counter(), time.process_time(), major_faults()
   with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
     for f in [pool.submit(worker) for _ in range(concurrency)]:
       f.result()
   wall = time.perf_counter() - start
   cpu = time.process_time() - cpu
+  faults = major_faults() - faults
   return LatencyStats(
       name=name,
       concurrency=concurrency,
@@ -88,6 +99,7 @@ def measure_latency(
       p99_ms=round(float(np.percentile(latencies, 99)) * 1000, 2),
       qps=round(len(timed) / wall, 1),
       cpu_ms_per_query=round(cpu / len(timed) * 1000, 2),
+      major_faults=faults,
   )
 
 

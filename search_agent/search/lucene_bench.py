@@ -15,6 +15,7 @@ the index with Anserini's `IndexCollection` from a JsonCollection dir.
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -46,12 +47,14 @@ def search(index: str, queries: list[str], jar: str, k: int, warmup: int):
     searcher.search(q, k)
   timed = queries[warmup:]
   latencies = []
+  faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
   wall, cpu = time.perf_counter(), time.process_time()
   for q in timed:
     t = time.perf_counter()
     searcher.search(q, k)
     latencies.append(time.perf_counter() - t)
   wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+  faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt - faults
   latencies.sort()
   return {
       'name': 'lucene (pyserini SimpleSearcher)',
@@ -61,6 +64,7 @@ def search(index: str, queries: list[str], jar: str, k: int, warmup: int):
       'p99_ms': round(latencies[int(len(latencies) * 0.99)] * 1000, 2),
       'qps': round(len(timed) / wall, 1),
       'cpu_ms_per_query': round(cpu / len(timed) * 1000, 2),
+      'major_faults': faults,
   }
 
 

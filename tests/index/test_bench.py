@@ -124,3 +124,16 @@ def test_target_checks_without_the_peer_or_the_row():
   ]  # fmt: skip
   assert all(c['at_reference_speed'] is None for c in checks[:2])
   assert benchmark.target_checks(latency, _targets(row='other')) == []
+
+
+def test_measure_latency_counts_the_timed_runs_disk_reads(monkeypatch):
+  """major_faults: the process's page faults that read from disk during the
+  timed queries, not the warm-up's."""
+  reads = {'n': 0}
+
+  def search(q):
+    reads['n'] += 100 if q == 'warm' else 3  # pages each query read
+
+  monkeypatch.setattr(benchmark, 'major_faults', lambda: reads['n'])
+  stats = benchmark.measure_latency('x', search, ['warm', 'a', 'b', 'c'], 2, 1)
+  assert stats.major_faults == 9
