@@ -216,17 +216,12 @@ class LuceneBackend:
     out, again, at = [], [], 0
     for i in range(1, len(fields), 5):
       ordinal, score = int(fields[i]), float(fields[i + 1])
-      title_size, url_size, snippet_size = map(int, fields[i + 2 : i + 5])
-      title = body[at : at + title_size].decode('utf-8')
-      at += title_size
-      url = body[at : at + url_size].decode('utf-8')
-      at += url_size
-      snippet = None
-      if snippet_size >= 0:
-        snippet = body[at : at + snippet_size].decode('utf-8')
-        at += snippet_size
-      elif snippet_size == -2:
+      title, at = _take(body, at, int(fields[i + 2]))
+      url, at = _take(body, at, int(fields[i + 3]))
+      snippet, at = _take(body, at, int(fields[i + 4]))
+      if snippet is _UNANALYZED:
         again.append(len(out))
+        snippet = None
       out.append(
           Candidate(
               doc_id=self._doc_ids[ordinal], title=title, url=url,
@@ -234,13 +229,11 @@ class LuceneBackend:
           )  # fmt: skip
       )
     if again:
-      words = body[at:].decode('utf-8').split('\n')
-      retry, _ = self._java_snippets_call(
-          [out[i].doc_id for i in again], fixed, words, sizes
+      retry = self._cut_again(
+          [out[i].doc_id for i in again], fixed, _words(body, at), sizes
       )
       for i, cut in zip(again, retry):
-        if cut is not _UNANALYZED:
-          out[i] = dataclasses.replace(out[i], snippet=cut)
+        out[i] = dataclasses.replace(out[i], snippet=cut)
     return out, int(fields[0]) > len(out)
 
   def get_documents(self, doc_ids: Sequence[str]) -> list[Document | None]:
@@ -303,12 +296,16 @@ class LuceneBackend:
     out, words = self._java_snippets_call(list(doc_ids), fixed, [], sizes)
     again = [i for i, s in enumerate(out) if s is _UNANALYZED]
     if again:
-      retry, _ = self._java_snippets_call(
-          [doc_ids[i] for i in again], fixed, words, sizes
-      )
+      retry = self._cut_again([doc_ids[i] for i in again], fixed, words, sizes)
       for i, s in zip(again, retry):
-        out[i] = None if s is _UNANALYZED else s
+        out[i] = s
     return out
+
+  def _cut_again(self, ids, fixed, words, sizes) -> list[str | None]:
+    """The snippets of documents Java returned unanalyzed, asked again
+    with `words`' terms; None where it still cannot cut one."""
+    retry, _ = self._java_snippets_call(ids, fixed, words, sizes)
+    return [None if s is _UNANALYZED else s for s in retry]
 
   def _snippet_args(self, query: SnippetQuery | None):
     """`Views.snippets`' query arguments (terms to extra cases) and sizes
@@ -339,13 +336,9 @@ class LuceneBackend:
     head, _, body = flat.partition(b'\n')
     out, at = [], 0
     for size in map(int, head.split()):
-      if size < 0:
-        out.append(None if size == -1 else _UNANALYZED)
-        continue
-      out.append(body[at : at + size].decode('utf-8'))
-      at += size
-    rest = body[at:].decode('utf-8')
-    return out, rest.split('\n') if rest else []
+      snippet, at = _take(body, at, size)
+      out.append(snippet)
+    return out, _words(body, at)
 
   @property
   def analyzer(self) -> QueryAnalyzer:
@@ -355,6 +348,21 @@ class LuceneBackend:
   def close(self) -> None:
     self._pool.shutdown(wait=True)
     self._views.close()
+
+
+def _take(body: bytes, at: int, size: int):
+  """One field of a Java answer at `at` and the offset after it: the text
+  for a byte length, None for -1 (declined) or -3 (not cut), _UNANALYZED
+  for -2 (a word Java has not been told)."""
+  if size >= 0:
+    return body[at : at + size].decode('utf-8'), at + size
+  return (_UNANALYZED if size == -2 else None), at
+
+
+def _words(body: bytes, at: int) -> list[str]:
+  """The unanalyzed words that end a Java answer, one per line."""
+  rest = body[at:].decode('utf-8')
+  return rest.split('\n') if rest else []
 
 
 def _fusion_args(depths, weights, rrf_k):
