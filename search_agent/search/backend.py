@@ -189,6 +189,7 @@ class CandidateBackend(Protocol):
       snipped: int,
   ) -> list[tuple[list[Candidate], bool]]:
     """Per query its first `candidates` fused documents, best first, the
-    first `snipped` with their snippets (all None where the query's
-    `snippet_queries` entry is None), and whether more documents fused."""
+    first `snipped` with their snippets (None where the backend declined
+    one: the caller cuts it; all None where the query's `snippet_queries`
+    entry is None), and whether more documents fused."""
     ...

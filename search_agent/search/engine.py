@@ -232,27 +232,35 @@ class SearchEngine:
     )  # fmt: skip
     out = []
     for q, (idf, query), (candidates, more) in zip(queries, snippet, answers):
-      kept = [c for c in candidates if not self.guard.is_blocked(c.url)][:k]
+      kept = [
+          (i, c) for i, c in enumerate(candidates)
+          if not self.guard.is_blocked(c.url)
+      ][:k]  # fmt: skip
       if len(kept) < k and more:
         out.extend(self._search_views([q], k))
       else:
-        out.append(self._candidate_hits(q, kept, idf, query))
+        out.append(self._candidate_hits(q, kept, k, idf, query))
     return out
 
   def _candidate_hits(
       self,
       q: ParsedQuery,
-      kept: list[Candidate],
+      kept: list[tuple[int, Candidate]],
+      snipped: int,
       idf: snippets.IdfFn | None,
       query: snippets.SnippetQuery | None,
   ) -> list[Hit]:
-    """Hits of candidates; a missing snippet is cut by the backend, else
-    here from the document's text."""
-    missing = [c.doc_id for c in kept if c.snippet is None]
+    """Hits of (position, candidate) pairs: the backend cuts the snippets
+    of candidates past the first `snipped` (it was not asked to); those it
+    left uncut are cut here from the document's text."""
+    unasked = [c.doc_id for i, c in kept if i >= snipped]
     cut = {}
-    if missing and query is not None:
-      cut = dict(zip(missing, self.backend.snippets(missing, query)))
-    texts = [d for d in missing if cut.get(d) is None]
+    if unasked and query is not None:
+      cut = dict(zip(unasked, self.backend.snippets(unasked, query)))
+    texts = [
+        c.doc_id for _, c in kept
+        if c.snippet is None and cut.get(c.doc_id) is None
+    ]  # fmt: skip
     docs = self._documents([[(d, 0) for d in texts]]) if texts else {}
     for d in texts:
       if d not in docs:
@@ -266,7 +274,7 @@ class SearchEngine:
             doc_id=c.doc_id, title=c.title, url=c.url, score=c.score,
             snippet=cut[c.doc_id] if c.snippet is None else c.snippet,
         )  # fmt: skip
-        for c in kept
+        for _, c in kept
     ]
 
   def _snippet_query(
