@@ -262,23 +262,22 @@ def _lower_bounded(pattern: str) -> re.Pattern:
 
 
 @functools.lru_cache(maxsize=8192)
-def _extra_cases(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
-  """re.I's extra equivalents of the tokens' characters; None when a token
-  is not lowercase letters/digits (then only re.I matches like re.I)."""
+def _extra_pairs(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
+  """re.I's extra equivalents of the tokens' characters as pairs x + c: re.I
+  matches the tokens' character c also to a text's x (lowercased); None
+  when a token is not lowercase letters/digits (then only re.I matches
+  like re.I)."""
   if not all(t.isalnum() and t == t.lower() for t in tokens):
     return None
   chars = set(''.join(tokens))
-  return tuple(sorted({x for c in chars for x in _EXTRA_CASES.get(c, ())}))
+  return tuple(sorted({x + c for c in chars for x in _EXTRA_CASES.get(c, ())}))
 
 
 @functools.lru_cache(maxsize=8192)
-def _extra_pairs(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
-  """`_extra_cases` as pairs x + c: re.I matches the tokens' character c
-  also to a text's x (lowercased); None as there."""
-  if _extra_cases(tokens) is None:
-    return None
-  chars = set(''.join(tokens))
-  return tuple(sorted({x + c for c in chars for x in _EXTRA_CASES.get(c, ())}))
+def _extra_cases(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
+  """The text characters of `_extra_pairs`; None as there."""
+  pairs = _extra_pairs(tokens)
+  return None if pairs is None else tuple(sorted({p[0] for p in pairs}))
 
 
 def _lowercase_safe(lower: str | None, tokens: tuple[str, ...]) -> bool:
