@@ -1,6 +1,8 @@
 package searchagent.lucene;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -403,7 +405,7 @@ public final class Views implements AutoCloseable {
         terms, idf, phraseTokens, prefixes, extraCases, newWords, newTerms, windowWords,
         maxWords, k1, b);
     StringBuilder head = new StringBuilder().append(r.ords.length);
-    java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 12);
+    ByteArrayOutputStream body = new ByteArrayOutputStream(1 << 12);
     Set<String> unknown = new LinkedHashSet<>();
     for (int i = 0; i < n; i++) {
       int ord = r.ords[i];
@@ -417,7 +419,7 @@ public final class Views implements AutoCloseable {
         continue;
       }
       String snippet = snippets.snippet(
-          new String(fields[3], java.nio.charset.StandardCharsets.UTF_8), q, unknown);
+          new String(fields[3], StandardCharsets.UTF_8), q, unknown);
       appendSnippet(snippet, head, body);
     }
     return finish(head, body, unknown);
@@ -440,24 +442,24 @@ public final class Views implements AutoCloseable {
 
   /** A snippet's header field (its byte length, or -1 / -2) and its bytes. */
   private static void appendSnippet(
-      String snippet, StringBuilder head, java.io.ByteArrayOutputStream body) {
+      String snippet, StringBuilder head, ByteArrayOutputStream body) {
     if (snippet == null || snippet == Snippets.UNANALYZED) {
       head.append(snippet == null ? " -1" : " -2");
       return;
     }
-    byte[] bytes = snippet.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] bytes = snippet.getBytes(StandardCharsets.UTF_8);
     head.append(' ').append(bytes.length);
     body.write(bytes, 0, bytes.length);
   }
 
   /** The header line, then the body, then the unanalyzed words. */
   private static byte[] finish(
-      StringBuilder head, java.io.ByteArrayOutputStream body, Set<String> unknown) {
+      StringBuilder head, ByteArrayOutputStream body, Set<String> unknown) {
     if (!unknown.isEmpty()) {
-      byte[] words = String.join("\n", unknown).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      byte[] words = String.join("\n", unknown).getBytes(StandardCharsets.UTF_8);
       body.write(words, 0, words.length);
     }
-    byte[] h = head.append('\n').toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    byte[] h = head.append('\n').toString().getBytes(StandardCharsets.US_ASCII);
     byte[] out = new byte[h.length + body.size()];
     System.arraycopy(h, 0, out, 0, h.length);
     System.arraycopy(body.toByteArray(), 0, out, h.length, body.size());
@@ -472,7 +474,7 @@ public final class Views implements AutoCloseable {
    */
   public byte[] documents(String[] ids) throws IOException {
     StringBuilder head = new StringBuilder();
-    java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 15);
+    ByteArrayOutputStream body = new ByteArrayOutputStream(1 << 15);
     for (String id : ids) {
       int found = lookup(id);
       if (found < 0) {
@@ -481,11 +483,7 @@ public final class Views implements AutoCloseable {
         store.appendFields(docOrd[found], head, body);
       }
     }
-    byte[] h = head.append('\n').toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-    byte[] out = new byte[h.length + body.size()];
-    System.arraycopy(h, 0, out, 0, h.length);
-    System.arraycopy(body.toByteArray(), 0, out, h.length, body.size());
-    return out;
+    return finish(head, body, Set.of());
   }
 
   private int lookup(String id) throws IOException {
@@ -525,7 +523,7 @@ public final class Views implements AutoCloseable {
         terms, idf, phrases, prefixes, extraCases, newWords, newTerms, windowWords, maxWords, k1,
         b);
     StringBuilder head = new StringBuilder();
-    java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream(1 << 12);
+    ByteArrayOutputStream body = new ByteArrayOutputStream(1 << 12);
     Set<String> unknown = new LinkedHashSet<>();
     for (String id : ids) {
       int found = lookup(id);
