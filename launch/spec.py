@@ -9,13 +9,11 @@ subprocess, so both run exactly the same argv.
 
 import dataclasses
 import importlib.util
-import os
 import pathlib
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 from typing import Any, Mapping, Sequence
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -200,12 +198,3 @@ def launch(cmd: Sequence[str]) -> int:
         ' or use --dry_run to print the command'
     )
   return subprocess.run(list(cmd), check=False).returncode
-
-
-def run_local(binary: Binary, cwd: pathlib.Path = REPO) -> int:
-  """Runs the binary in a subprocess; returns its exit status."""
-  binary.check_module()
-  env = {**os.environ, **binary.env}
-  return subprocess.run(
-      binary.argv(sys.executable), cwd=cwd, env=env, check=False
-  ).returncode
