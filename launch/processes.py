@@ -4,8 +4,9 @@ Each process gets the environment XPK's JobSet gives a TPU host
 (`TPU_WORKER_ID`, `TPU_WORKER_HOSTNAMES`) plus `JAX_COORDINATOR_ADDRESS` on a
 free loopback port, which `search_agent.distributed.initialize` turns into
 `jax.distributed.initialize`. On CPU the `devices` host devices are split
-evenly (`--xla_force_host_platform_device_count`). Every output line is
-prefixed with its process (`[p1] ...`); when one process exits non-zero the
+evenly (`--xla_force_host_platform_device_count`). The launcher's own lines
+start with `[launch]` (each process's pid first), every output line of a
+process with the process (`[p1] ...`); when one process exits non-zero the
 others are stopped (SIGTERM, then SIGKILL after a grace period), and the
 run's status is the first non-zero one.
 """
@@ -128,6 +129,9 @@ def run(
         errors='replace',
     )
     procs.append(p)
+    with lock:
+      out.write(f'[launch] process {i} pid {p.pid}\n')
+      out.flush()
     t = threading.Thread(
         target=_pump, args=(p.stdout, f'[p{i}] ', out, lock), daemon=True
     )

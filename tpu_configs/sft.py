@@ -1,5 +1,10 @@
 """SFT configs: `--config=tpu_configs/sft.py:tiny` (CPU) or `:recipe`.
 
+A variant may add `,pod` (e.g. `:tiny,pod`): one packed row per device of an
+8-device batch axis (`micro_batch=8`) from 8 loader streams (`data.shards`),
+so each of several processes loads only its own rows; `python -m
+launch.local --config=tpu_configs/launch/sft.py:tiny --processes=2` runs it.
+
 'recipe' is open-recipe.md's SFT table: Qwen3-30B-A3B-class MoE, 262,144-token
 packing, 64 trajectories per update with microbatch 1, distributed Muon
 (momentum 0.9, spectral scaling multiplier 0.2, Nesterov off, weight decay
@@ -26,6 +31,7 @@ from search_agent.model import families
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SHARED = os.path.join(os.path.dirname(_REPO), 'shared', 'data')
 VARIANTS = ('tiny', 'recipe', 'pretrain_tiny')
+OPTIONS = ('pod',)
 # The bundled 2Wiki corpus (in the repository, so a fresh checkout runs).
 _CORPUS = os.path.join(
     _REPO, 'search_agent', 'corpus', 'data', '2wikimultihopqa_corpus.json'
@@ -33,9 +39,28 @@ _CORPUS = os.path.join(
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-  variant = arg or 'recipe'
+  """The config of `arg`: a variant, optionally followed by ',pod'."""
+  variant, *options = (arg or 'recipe').split(',')
   if variant not in VARIANTS:
     raise ValueError(f'sft config variant {variant!r}: use one of {VARIANTS}')
+  unknown = set(options) - set(OPTIONS)
+  if unknown:
+    raise ValueError(f'sft config options {sorted(unknown)}: use {OPTIONS}')
+  c = _variant(variant)
+  if 'pod' in options:
+    _pod(c)
+  return c
+
+
+def _pod(c: ml_collections.ConfigDict) -> None:
+  """One row per device of an 8-way batch axis, from 8 loader streams."""
+  rows = c.data.micro_batch * c.data.micro_steps
+  c.data.micro_batch = 8
+  c.data.micro_steps = max(rows // 8, 1)
+  c.data.shards = 8
+
+
+def _variant(variant: str) -> ml_collections.ConfigDict:
   if variant == 'pretrain_tiny':
     return _pretrain_tiny()
   tiny = variant == 'tiny'
@@ -99,9 +124,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           train_lines=(0, 190) if tiny else (0, 0),
           val_lines=(190, 200) if tiny else (0, 0),
           seq_len=c.model.max_target_length,
-          micro_batch=1,
-          # 64 trajectories per update, microbatch 1 (packed rows).
-          micro_steps=1 if tiny else 64,
+          # The recipe's 64 packed rows per update: 8 per microbatch, one
+          # per slot of the 8-way batch axis (expert=8) of its layout.
+          micro_batch=1 if tiny else 8,
+          micro_steps=1 if tiny else 8,
           num_packing_bins=4 if tiny else 16,
           seed=0,
           num_epochs=1,
@@ -123,6 +149,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           # The same loss and gradients (tests/train/sft/test_loss.py); one
           # compiled step per gathered length met. 0 = every position.
           loss_positions_multiple=128 if tiny else 0,
+          # Loader streams; a host loads only the streams whose rows its
+          # devices hold (train/data.py). The recipe: one per batch slot.
+          shards=1 if tiny else 8,
       )
   )
   c.checkpoint = ml_collections.ConfigDict(
@@ -150,7 +179,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
 def _pretrain_tiny() -> ml_collections.ConfigDict:
   """The tiny MoE pretrained from scratch on the bundled corpus."""
-  c = get_config('tiny')
+  c = _variant('tiny')
   # 512-token rows: 2Wiki paragraphs are ~150 tokens (96% of each row filled
   # with 16 bins), and the T x T attention makes a token ~6x cheaper (CPU
   # time) than in 2,048-token rows (search_agent.train.sft.benchmark).

@@ -21,8 +21,8 @@ import subprocess
 import sys
 
 import jax
+import jax.numpy as jnp
 from maxtext.checkpoint_conversion import to_maxtext
-import numpy as np
 import orbax.checkpoint as ocp
 import transformers
 
@@ -163,40 +163,93 @@ def load_params(model: maxtext_model.Model, path: str) -> dict:
 
   Layer `i` of the checkpoint (`decoder/layers_i/...`) goes to index `i` of
   the scanned parameter's `layers` axis (read from its logical axis names).
+  Every checkpoint array is restored straight onto the devices, sharded as
+  its slice of the target parameter is (the target's partition spec without
+  the layers axis), so each process reads only the shards its devices hold
+  and no host ever holds a whole tensor; the layers are then stacked on the
+  devices into the target sharding.
   """
-  ckpt = ocp.StandardCheckpointer()
-  meta = ckpt.metadata(path)
-  meta = getattr(meta, 'item_metadata', meta)
-  host = jax.sharding.SingleDeviceSharding(jax.local_devices(backend='cpu')[0])
-  target = jax.tree.map(
-      lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=host),
-      getattr(meta, 'tree', meta),
-  )
-  flat = ckpt.restore(path, target)['params']['params']
+  mesh = model.mesh
+  wanted = {}  # checkpoint path -> (target ShapeDtypeStruct, sharding)
 
-  def pick(keypath, like, names):
+  def plan(keypath, like, names):
     keys = [str(getattr(k, 'key', k)) for k in keypath]
+    spec = like.sharding.spec
     if keys[:2] != ['decoder', 'layers']:
-      return _get(flat, keys)
+      wanted[tuple(keys)] = like.sharding
+      return [tuple(keys)], None
     axis, layers = scanned_layers(keys, names, like.ndim, model.mt_config)
-    per_layer = [
-        _get(flat, ['decoder', name, *rest])
-        for name, rest in layers(like.shape[axis])
-    ]
-    return np.stack([np.asarray(x) for x in per_layer], axis=axis)
+    spec = tuple(spec) + (None,) * (like.ndim - len(spec))
+    per_layer = jax.sharding.NamedSharding(
+        mesh, jax.sharding.PartitionSpec(*(spec[:axis] + spec[axis + 1 :]))
+    )
+    out = []
+    for name, rest in layers(like.shape[axis]):
+      wanted[('decoder', name, *rest)] = per_layer
+      out.append(('decoder', name, *rest))
+    return out, axis
 
-  values = jax.tree_util.tree_map_with_path(
-      lambda kp, like, names: pick(kp, like, names),
-      model.params,
-      model.logical_axes,
+  plans = jax.tree_util.tree_map_with_path(
+      plan, model.params, model.logical_axes
   )
-  shardings = jax.tree.map(lambda x: x.sharding, model.params)
+  dtypes = {}
+  jax.tree_util.tree_map_with_path(
+      lambda kp, like, p: dtypes.update({k: like.dtype for k in p[0]}),
+      model.params,
+      plans,
+      is_leaf=lambda x: isinstance(x, tuple) and len(x) == 2,
+  )
+  restored = _restore_sharded(path, wanted, dtypes)
+
+  def assemble(like, p):
+    keys, axis = p
+    if axis is None:
+      return restored[keys[0]]
+    stack = jax.jit(
+        lambda *xs: jnp.stack(xs, axis=axis), out_shardings=like.sharding
+    )
+    return stack(*(restored[k] for k in keys))
+
   return jax.tree.map(
-      lambda v, like, s: jax.device_put(np.asarray(v, like.dtype), s),
-      values,
+      assemble,
       model.params,
-      shardings,
+      plans,
+      is_leaf=lambda x: isinstance(x, tuple) and len(x) == 2,
   )
+
+
+def _restore_sharded(path: str, wanted: dict, dtypes: dict) -> dict:
+  """{checkpoint path: array} restored with the given shardings and dtypes.
+
+  Raises:
+    HFImportError: The checkpoint lacks a wanted array.
+  """
+  ckpt = ocp.PyTreeCheckpointer()
+  meta = ckpt.metadata(path)
+  tree = getattr(getattr(meta, 'item_metadata', meta), 'tree', None)
+  tree = tree if tree is not None else getattr(meta, 'item_metadata', meta)
+  params = tree['params']['params']
+  item, args = {}, {}
+  for keys, sharding in wanted.items():
+    leaf = _get(params, list(keys))
+    node_i, node_a = item, args
+    for k in keys[:-1]:
+      node_i, node_a = node_i.setdefault(k, {}), node_a.setdefault(k, {})
+    node_i[keys[-1]] = jax.ShapeDtypeStruct(
+        leaf.shape, dtypes[keys], sharding=sharding
+    )
+    node_a[keys[-1]] = ocp.ArrayRestoreArgs(
+        sharding=sharding, global_shape=leaf.shape, dtype=dtypes[keys]
+    )
+  out = ckpt.restore(
+      path,
+      args=ocp.args.PyTreeRestore(
+          item={'params': {'params': item}},
+          restore_args={'params': {'params': args}},
+          partial_restore=True,
+      ),
+  )['params']['params']
+  return {keys: _get(out, list(keys)) for keys in wanted}
 
 
 def scanned_layers(keys, names, ndim, mt_config):

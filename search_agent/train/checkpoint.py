@@ -3,7 +3,10 @@
 A checkpoint at update `step` holds the state after `step` updates (params,
 optimizer state) and the grain iterator state after the batches those updates
 consumed, so a run killed at any point restarts from the last checkpoint and
-reproduces the uninterrupted run's loss curve. Saves are synchronous: a step
+reproduces the uninterrupted run's loss curve. On several processes the save
+is collective (each process writes its shards of the state) and the data
+position is kept per process (`save` gathers every process's iterator state;
+`restore` hands each its own). Saves are synchronous: a step
 directory either is complete or is not listed (orbax writes to a temporary
 directory and renames it; on an object store, where there is no rename, it
 publishes the step with a commit marker). `directory` may be local or a URI
@@ -17,7 +20,15 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+from search_agent import distributed
 from search_agent import paths
+
+# The data item of a multi-process checkpoint: {_PER_PROCESS: [state, ...]}.
+_PER_PROCESS = 'per_process'
+
+
+class ResumeError(ValueError):
+  """A checkpoint cannot be resumed by this run (another process count)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,6 +65,9 @@ class Checkpointer:
     return self._cfg.every > 0 and step % self._cfg.every == 0
 
   def save(self, step: int, state: Any, data_state: dict[str, Any]) -> None:
+    """Saves `state` and this process's `data_state` (on every process)."""
+    if jax.process_count() > 1:
+      data_state = {_PER_PROCESS: distributed.gather(data_state)}
     self._manager.save(
         step,
         args=ocp.args.Composite(
@@ -74,7 +88,7 @@ class Checkpointer:
             data=ocp.args.JsonRestore(),
         ),
     )
-    return out['state'], out['data']
+    return out['state'], _own(out['data'])
 
   def restore_params(self, step: int, like: Any) -> Any:
     """Only the parameters of `step` (state['params']), shaped like `like`.
@@ -103,3 +117,22 @@ class Checkpointer:
 
   def close(self) -> None:
     self._manager.close()
+
+
+def _own(data: dict[str, Any]) -> dict[str, Any]:
+  """This process's entry of a restored data item."""
+  states = data.get(_PER_PROCESS) if isinstance(data, dict) else None
+  count, index = jax.process_count(), jax.process_index()
+  if states is None:
+    if count > 1:
+      raise ResumeError(
+          f'the checkpoint was written by one process; this run has {count}:'
+          ' resume it with one process'
+      )
+    return data
+  if len(states) != count:
+    raise ResumeError(
+        f'the checkpoint was written by {len(states)} processes; this run'
+        f' has {count}: resume with {len(states)}'
+    )
+  return states[index]

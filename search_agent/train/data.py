@@ -14,6 +14,13 @@ element -> examples function (the pretraining mode's corpus texts too).
 
 The iterator is a grain DatasetIterator: `get_state()` / `set_state()` make
 resume exact (the SFT checkpoint stores that state).
+
+Several hosts (`data.shards`): the update's rows come from `shards`
+independent loader streams; stream k reads elements k, k + S, ... of the
+shuffled source, packs its own rows and fills rows [k b/S, (k+1) b/S) of
+every microbatch. `Updates` runs only the streams whose rows one process's
+devices hold, so a process reads, tokenizes and packs its share, and the
+global batch depends on `shards`, never on the process count.
 """
 
 import dataclasses
@@ -58,7 +65,7 @@ class DataConfig:
     format: 'trajectory' (our JSONL) or 'chatml' (`<tool_call>` chatml
       lines, imported with agent.chatml).
     train_lines: [start, stop) of the non-empty lines of train_path to use
-      (stop 0 = to the end).
+      (end 0 = to the end).
     val_lines: The same for val_path.
     mode: 'sft' (trajectories: loss on assistant turns) or 'pretrain'
       (`[{title, text}]` corpus JSON: loss on every token,
@@ -77,6 +84,9 @@ class DataConfig:
       instead of seq_len (S: the update's most supervised tokens in one row,
       rounded up to a multiple of this; one compiled step per S met). 0 (or
       S >= seq_len): every position is scored.
+    shards: Independent loader streams (see the module docstring); a
+      process loads only the streams whose rows its devices hold. 1: one
+      stream, which every process of a multi-host run reads whole.
   """
 
   train_path: str
@@ -96,8 +106,15 @@ class DataConfig:
   rehearsal_path: str = ''
   rehearsal_fraction: float = 0.0
   loss_positions_multiple: int = 0
+  shards: int = 1
 
   def __post_init__(self):
+    if self.shards < 1 or self.micro_batch % self.shards:
+      raise DataError(
+          f'data.shards={self.shards} must be >= 1 and divide'
+          f' data.micro_batch={self.micro_batch} (each loader stream fills'
+          ' micro_batch / shards rows of every microbatch)'
+      )
     if self.loss_positions_multiple < 0:
       raise ValueError(
           'loss_positions_multiple must be >= 0 (0 = score every position),'
@@ -271,8 +288,13 @@ class _Examples(grain.experimental.FlatMapTransform):
     return self._fn(element)
 
 
-def _stack(rows: Sequence[Example], cfg: DataConfig) -> Example:
-  shape = (cfg.micro_steps, cfg.micro_batch, cfg.seq_len)
+def _stack(
+    rows: Sequence[Example], cfg: DataConfig, micro_batch: int | None = None
+) -> Example:
+  """[M, b, T] arrays of `rows`; `score_index` added for a whole batch (one
+  stream: the width of a batch of several streams is agreed by `Updates`)."""
+  micro_batch = micro_batch or cfg.micro_batch
+  shape = (cfg.micro_steps, micro_batch, cfg.seq_len)
   batch = {}
   for key in ('inputs', 'targets', 'loss_mask'):
     batch[key] = np.stack([r[key] for r in rows]).reshape(shape)
@@ -283,6 +305,8 @@ def _stack(rows: Sequence[Example], cfg: DataConfig) -> Example:
       shape
   )
   batch['loss_mask'] = batch['loss_mask'] * (batch['segment_ids'] > 0)
+  if micro_batch != cfg.micro_batch:
+    return batch
   return with_score_index(batch, cfg.loss_positions_multiple)
 
 
@@ -296,13 +320,24 @@ def with_score_index(batch: Example, multiple: int) -> Example:
   return batch
 
 
-def score_index(loss_mask: np.ndarray, multiple: int) -> np.ndarray | None:
+def score_width(loss_mask: np.ndarray, multiple: int) -> int:
+  """S for `score_index`: the most supervised positions of any row, rounded
+  up to a multiple of `multiple` (at least one multiple)."""
+  most = int((loss_mask > 0).sum(-1).max(initial=0))
+  return max(-(-most // multiple), 1) * multiple
+
+
+def score_index(
+    loss_mask: np.ndarray, multiple: int, width: int | None = None
+) -> np.ndarray | None:
   """Positions to score per row: the supervised ones first, in order.
 
   Args:
     loss_mask: [..., T] (non-zero = supervised).
     multiple: S is the most supervised positions of any row, rounded up to a
       multiple of this.
+    width: S as agreed over a batch whose rows other processes hold
+      (`score_width` of the whole batch); None computes it from `loss_mask`.
 
   Returns:
     int32 [..., S]: each row's supervised positions ascending, then its
@@ -311,8 +346,7 @@ def score_index(loss_mask: np.ndarray, multiple: int) -> np.ndarray | None:
     (nothing to save).
   """
   t = loss_mask.shape[-1]
-  most = int((loss_mask > 0).sum(-1).max(initial=0))
-  s = max(-(-most // multiple), 1) * multiple
+  s = score_width(loss_mask, multiple) if width is None else width
   if s >= t:
     return None
   order = np.argsort(loss_mask <= 0, axis=-1, kind='stable')
@@ -326,6 +360,7 @@ def packed_updates(
     *,
     shuffle: bool = True,
     max_fan_out: int = 512,
+    shard: int = 0,
 ) -> grain.IterDataset:
   """Updates (dicts of [M, b, T] int32 arrays) from any random-access source.
 
@@ -335,10 +370,14 @@ def packed_updates(
     cfg: Shapes, seed and epochs.
     shuffle: Shuffle the elements and the packing bins.
     max_fan_out: The most examples one element may yield.
+    shard: The loader stream (of `cfg.shards`): elements shard, shard + S,
+      ... of the shuffled source, packed into [M, b/S, T] arrays.
   """
   ds = grain.MapDataset.source(source)
   if shuffle:
     ds = ds.shuffle(seed=cfg.seed)
+  if cfg.shards > 1:
+    ds = ds[shard :: cfg.shards]
   ds = ds.repeat(cfg.num_epochs)
   it = grain.experimental.FlatMapIterDataset(
       ds.to_iter_dataset(), _Examples(examples_fn, max_fan_out)
@@ -351,8 +390,63 @@ def packed_updates(
       seed=cfg.seed,
       shuffle_bins=shuffle,
   )
-  rows = cfg.micro_steps * cfg.micro_batch
-  return packed.batch(rows, drop_remainder=True, batch_fn=_batch_fn(cfg))
+  micro_batch = cfg.micro_batch // cfg.shards
+  return packed.batch(
+      cfg.micro_steps * micro_batch,
+      drop_remainder=True,
+      batch_fn=lambda rows: _stack(rows, cfg, micro_batch),
+  )
+
+
+class Updates:
+  """One process's rows of every update, from the streams that hold them.
+
+  Iterates [M, rows, T] arrays: rows `rows` of each microbatch (the slice of
+  the global batch this process's devices hold), concatenated from loader
+  streams `shards` (`packed_updates(shard=k)`). `score_index` is left to the
+  caller, whose width must be agreed over every process's rows
+  (`score_width`). `get_state` / `set_state` cover every stream it runs.
+  """
+
+  def __init__(
+      self,
+      make_stream: Callable[[int], grain.IterDataset],
+      cfg: DataConfig,
+      rows: tuple[int, int],
+  ):
+    per = cfg.micro_batch // cfg.shards
+    start, stop = rows
+    if not 0 <= start < stop <= cfg.micro_batch:
+      raise DataError(f'rows {rows} outside micro_batch={cfg.micro_batch}')
+    self.shards = tuple(range(start // per, -(-stop // per)))
+    offset = self.shards[0] * per
+    self._cut = slice(start - offset, stop - offset)
+    self._its = {k: iter(make_stream(k)) for k in self.shards}
+
+  def __iter__(self) -> 'Updates':
+    return self
+
+  def __next__(self) -> Example:
+    parts = [next(self._its[k]) for k in self.shards]
+    return {
+        key: np.concatenate([p[key] for p in parts], axis=1)[:, self._cut]
+        for key in parts[0]
+        if key != 'score_index'
+    }
+
+  def get_state(self) -> dict[str, Any]:
+    return {str(k): it.get_state() for k, it in self._its.items()}
+
+  def set_state(self, state: dict[str, Any]) -> None:
+    missing = [k for k in self.shards if str(k) not in state]
+    if missing:
+      raise DataError(
+          f'the saved data position lacks loader streams {missing} (saved:'
+          f' {sorted(state)}); resume with the data.shards and process'
+          ' count the run was started with'
+      )
+    for k, it in self._its.items():
+      it.set_state(state[str(k)])
 
 
 def update_dataset(
@@ -371,10 +465,6 @@ def update_dataset(
       shuffle=shuffle,
       max_fan_out=max_fan_out,
   )
-
-
-def _batch_fn(cfg: DataConfig):
-  return lambda rows: _stack(rows, cfg)
 
 
 def validation_batches(

@@ -167,7 +167,7 @@ def test_dry_run_prints_the_same_argv_as_xpk(repo_root):
       sys.executable,
       '-m',
       'search_agent.train.sft',
-      '--config=tpu_configs/sft.py:tiny',
+      '--config=tpu_configs/sft.py:pretrain_tiny,pod',
       '--workdir=runs/sft-tiny',
       '--config.total_updates=2',
   ]
@@ -192,3 +192,31 @@ def test_pulse_runs_a_real_binary(repo_root, tmp_path):
   assert proc.returncode == 0, proc.stderr[-2000:]
   report = json.loads((workdir / 'simulation.json').read_text())
   assert report  # the simulator's own output, written where we said
+
+
+def test_dry_run_prints_every_processs_environment(repo_root):
+  """--processes=2 --dry_run: one line per process, each with its own id."""
+  out = subprocess.run(
+      [
+          sys.executable,
+          '-m',
+          'launch.local',
+          '--config=tpu_configs/launch/sft.py:tiny',
+          '--processes=2',
+          '--dry_run',
+      ],
+      cwd=repo_root,
+      capture_output=True,
+      text=True,
+      check=True,
+  ).stdout.splitlines()
+  assert len(out) == 2
+  for i, line in enumerate(out):
+    words = line.split()
+    assert f'TPU_WORKER_ID={i}' in words
+    assert 'TPU_WORKER_HOSTNAMES=127.0.0.1,127.0.0.1' in words
+    assert 'XLA_FLAGS=--xla_force_host_platform_device_count=4' in words
+    assert any(
+        w.startswith('JAX_COORDINATOR_ADDRESS=127.0.0.1:') for w in words
+    )
+    assert '--config=tpu_configs/sft.py:pretrain_tiny,pod' in words

@@ -5,7 +5,10 @@ Variants (`--config=tpu_configs/launch/sft.py:VARIANT`):
     layout (open-recipe.md, SFT: TP=2, CP=8, EP=8 on 16 nodes x 8 GPUs).
   v5p-128: 64 chips (v5p-N counts TensorCores, two per chip): the same
     recipe with context parallelism 4 instead of 8.
-  tiny: the tiny CPU config, for `python -m launch.local`.
+  tiny: the tiny pretraining run (the same binary and trainer on corpus
+    text, 8 rows of 512 tokens an update) laid out for 8 devices
+    (`sft.py:pretrain_tiny,pod`), for `python -m launch.local
+    --processes=N` (N hosts sharing 8 CPU devices).
 Placeholders to override on the command line: xpk.cluster, xpk.project,
 xpk.zone, xpk.docker_image, flags.workdir (e.g.
 `--config.flags.workdir=gs://my-bucket/sft/run1`).
@@ -51,7 +54,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # 64 devices: the recipe's TP=2, EP=8 with context parallelism 4.
     config.extra_args = '--config.layout.context=4'
   if variant == 'tiny':
-    config.flags.config = 'tpu_configs/sft.py:tiny'
+    config.flags.config = 'tpu_configs/sft.py:pretrain_tiny,pod'
     config.flags.workdir = 'runs/sft-tiny'
     config.env.JAX_PLATFORMS = 'cpu'
   return config

@@ -19,8 +19,7 @@ import json
 import tempfile
 from typing import Any, Iterator
 
-import grain
-
+from search_agent import distributed
 from search_agent import paths
 from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.model import config as model_config_lib
@@ -55,8 +54,19 @@ def load_or_train_tokenizer(
     raise ValueError(
         'set tokenizer_path, or tokenizer_corpus to train the tiny tokenizer'
     )
-  docs = json.loads(paths.read_text(cfg.tokenizer_corpus))
   out = paths.join(workdir, 'tokenizer')
+  if not distributed.is_writer():  # process 0 trains it; the others read it
+    distributed.barrier('tokenizer')
+    return tokenizer_lib.load_tokenizer(paths.local_copy(out))
+  tok = _train_tokenizer(cfg, out)
+  distributed.barrier('tokenizer')
+  return tok
+
+
+def _train_tokenizer(
+    cfg: sft_config.SFTConfig, out: str
+) -> tokenizer_lib.Tokenizer:
+  docs = json.loads(paths.read_text(cfg.tokenizer_corpus))
   if paths.is_local(out):
     return tokenizer_lib.train_tiny_tokenizer(docs, out, cfg.model.vocab_size)
   local = tempfile.mkdtemp('-tokenizer')
@@ -123,9 +133,16 @@ class Inputs:
     )
     return rehearsal.Mixed(source, texts, d.rehearsal_fraction, d.seed)
 
-  def train_updates(self) -> grain.IterDataset:
+  def train_updates(self, rows: tuple[int, int] | None = None):
+    """The training updates: rows `rows` of each microbatch (default: all),
+    read only from the loader streams that hold them (`data.Updates`)."""
     d = self.cfg.data
-    return data_lib.packed_updates(self.train_source(), self.examples, d)
+    source = self.train_source()
+    return data_lib.Updates(
+        lambda k: data_lib.packed_updates(source, self.examples, d, shard=k),
+        d,
+        rows or (0, d.micro_batch),
+    )
 
   def validation(self) -> Iterator[data_lib.Example]:
     d = self.cfg.data

@@ -11,6 +11,9 @@ The workdir may be an object store (`gs://...`, see `search_agent.paths`):
 objects cannot be appended, so there metrics.jsonl is rewritten whole on
 every record (one upload, atomic), and TensorBoard writes to a local
 directory whose event files are uploaded to `workdir/tb` after each flush.
+
+Several processes: only process 0 writes (`make_writer`); the others log the
+same progress lines to their own logs.
 """
 
 import json
@@ -22,7 +25,42 @@ from typing import Mapping
 from absl import logging
 import tensorboardX
 
+from search_agent import distributed
 from search_agent import paths
+
+
+def make_writer(workdir: str, total_steps: int, resume_step: int = 0):
+  """A MetricsWriter on process 0; a LogWriter on the others."""
+  if distributed.is_writer():
+    return MetricsWriter(workdir, total_steps, resume_step)
+  return LogWriter(total_steps)
+
+
+class LogWriter:
+  """Logs progress lines only (the processes other than the writer)."""
+
+  def __init__(self, total_steps: int):
+    self._total = total_steps
+    self._t0 = time.monotonic()
+
+  def write(self, step: int, split: str, scalars: Mapping[str, float]):
+    _log(split, step, self._total, time.monotonic() - self._t0, scalars)
+
+  def close(self):
+    pass
+
+
+def _log(split, step, total, elapsed, scalars) -> None:
+  shown = ' '.join(f'{k}={float(v):.4g}' for k, v in sorted(scalars.items()))
+  logging.info(
+      '[%s] step %d/%d (%.0f%%, %.1fs) %s',
+      split,
+      step,
+      total,
+      100.0 * step / max(total, 1),
+      elapsed,
+      shown,
+  )
 
 
 class MetricsWriter:
@@ -64,17 +102,7 @@ class MetricsWriter:
       self._tb.add_scalar(f'{split}/{k}', float(v), step)
     self._tb.flush()
     self._upload_tb()
-    shown = ' '.join(f'{k}={float(v):.4g}' for k, v in sorted(scalars.items()))
-    elapsed = time.monotonic() - self._t0
-    logging.info(
-        '[%s] step %d/%d (%.0f%%, %.1fs) %s',
-        split,
-        step,
-        self._total,
-        100.0 * step / max(self._total, 1),
-        elapsed,
-        shown,
-    )
+    _log(split, step, self._total, time.monotonic() - self._t0, scalars)
 
   def _upload_tb(self):
     """Copies the local event files to the object-store workdir's tb/."""

@@ -76,6 +76,7 @@ def accumulate_grads(
       'nll': nll / total,
       'tokens': total,
       'lb_loss': lb / micro_steps,
+      'packed_tokens': jnp.sum(batch['segment_ids'] > 0, dtype=jnp.float32),
   }
   return grads, metrics
 
@@ -147,6 +148,31 @@ def _under_rules(model: maxtext_model.Model, fn: Callable) -> Callable:
       return fn(*args)
 
   return call
+
+
+class BatchLayoutError(ValueError):
+  """The batch does not divide over the mesh's batch axes."""
+
+
+def check_batch(sharding: jax.sharding.NamedSharding, micro_batch: int) -> None:
+  """Refuses a microbatch the batch axes of `sharding` cannot split evenly.
+
+  Raises:
+    BatchLayoutError: `micro_batch` is not a multiple of the product of the
+      mesh axes that shard the batch (dim 1 of [M, b, T]).
+  """
+  axes = sharding.spec[1] or ()
+  axes = (axes,) if isinstance(axes, str) else tuple(axes)
+  sizes = {a: sharding.mesh.shape[a] for a in axes}
+  ways = 1
+  for n in sizes.values():
+    ways *= n
+  if micro_batch % ways:
+    raise BatchLayoutError(
+        f'data.micro_batch={micro_batch} does not split over the batch axes'
+        f' {sizes} ({ways} ways): make micro_batch a multiple of {ways} (move'
+        ' rows from micro_steps into micro_batch) or change the layout'
+    )
 
 
 def batch_sharding(model: maxtext_model.Model) -> jax.sharding.NamedSharding:

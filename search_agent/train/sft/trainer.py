@@ -3,6 +3,11 @@
 Resume: if the workdir holds a checkpoint, training continues from it (train
 state and data-iterator position), so a killed run re-launched with the same
 config reproduces the uninterrupted loss curve.
+
+Several processes (a pod's hosts, `search_agent.distributed`): every process
+runs the same jitted steps on one global mesh and loads only the rows its
+devices hold (`host_batch`, `data.shards`); process 0 alone writes
+metrics.jsonl, TensorBoard and the data report; checkpoints are collective.
 """
 
 import dataclasses
@@ -12,8 +17,8 @@ from typing import Callable
 
 from absl import logging
 import jax
-import numpy as np
 
+from search_agent import distributed
 from search_agent import paths
 from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.model import config as model_config_lib
@@ -21,6 +26,7 @@ from search_agent.model import hf_import
 from search_agent.model import maxtext_model
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train import data as data_lib
+from search_agent.train import host_batch
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
 from search_agent.train.sft import config as sft_config
@@ -69,6 +75,13 @@ class _Run:
     )
     self.eval_step = step_lib.make_eval_step(self.model)
     self.sharding = step_lib.batch_sharding(self.model)
+    d = cfg.data
+    step_lib.check_batch(self.sharding, d.micro_batch)
+    self.rows = host_batch.rows(
+        self.sharding, (d.micro_steps, d.micro_batch, d.seq_len)
+    )
+    self.micro_batch = d.micro_batch
+    self.multiple = d.loss_positions_multiple
     per_token = flops.flops_per_token(cfg.model, cfg.data.seq_len)
     self.flops_per_token = flops.train_flops(per_token, cfg.model.remat_policy)
     used = devices if devices is not None else jax.devices()
@@ -86,7 +99,8 @@ def validation_nll(run: _Run, params, cfg: sft_config.SFTConfig) -> float:
 def _mean_nll(run: _Run, params, batches) -> float:
   nll, count = 0.0, 0.0
   for batch in batches:
-    n, c = run.eval_step(params, jax.device_put(batch, run.sharding))
+    batch = host_batch.from_whole(batch, run.sharding, run.multiple)
+    n, c = run.eval_step(params, batch)
     nll, count = nll + float(n), count + float(c)
   return nll / max(count, 1.0)
 
@@ -102,15 +116,17 @@ def validation_metrics(run: _Run, params, cfg: sft_config.SFTConfig) -> dict:
 
 
 def _update(run: _Run, state: dict, batch: dict) -> tuple[dict, dict]:
-  """One optimizer update; metrics as floats, with timing and tokens/s."""
+  """One optimizer update from this process's rows; metrics as floats, with
+  timing and tokens/s of the global batch."""
   t0 = time.perf_counter()
-  params, opt_state, m = run.step(
-      state['params'], state['opt_state'], jax.device_put(batch, run.sharding)
+  batch = host_batch.to_global(
+      batch, run.sharding, run.micro_batch, run.multiple
   )
+  params, opt_state, m = run.step(state['params'], state['opt_state'], batch)
   m = {k: float(v) for k, v in jax.device_get(m).items()}
   dt = time.perf_counter() - t0
   m['step_time_s'] = dt
-  m['tokens_per_s'] = float(np.sum(batch['segment_ids'] > 0)) / dt
+  m['tokens_per_s'] = m.pop('packed_tokens') / dt
   return {'params': params, 'opt_state': opt_state}, m
 
 
@@ -128,7 +144,9 @@ def _rates(run: _Run, step: int, tokens_per_s: float) -> dict[str, float]:
 
 def _report_data(cfg, run: _Run, workdir: str, writer) -> None:
   """data_report.json and the metrics `data` record (step 0), once a run."""
-  if paths.exists(paths.join(workdir, coverage.REPORT_FILE)):
+  if not distributed.is_writer() or paths.exists(
+      paths.join(workdir, coverage.REPORT_FILE)
+  ):
     return
   report = coverage.make_report(cfg, run.inputs.render)
   logging.info('data report:\n%s', coverage.format_report(report))
@@ -181,7 +199,7 @@ def train(
       'params': run.model.params,
       'opt_state': step_lib.init_opt_state(run.model, run.tx, run.model.params),
   }
-  it = iter(run.inputs.train_updates())
+  it = run.inputs.train_updates(run.rows)
   start = ckpt.latest_step() or 0
   if start:
     state, data_state = ckpt.restore(start, state)
@@ -194,7 +212,7 @@ def train(
         'opt_state': step_lib.init_opt_state(run.model, run.tx, params),
     }
     logging.info('starting from %s update %d', cfg.init_from, init_step)
-  writer = metrics_lib.MetricsWriter(workdir, cfg.total_updates, start)
+  writer = metrics_lib.make_writer(workdir, cfg.total_updates, start)
   _report_data(cfg, run, workdir, writer)
   for step in range(start + 1, cfg.total_updates + 1):
     try:

@@ -148,3 +148,64 @@ def test_updates_carry_the_supervised_positions_when_asked(sft_jsonl, render):
     assert row_index[:n].tolist() == np.flatnonzero(row_mask).tolist()
   val = list(data_lib.validation_batches(sft_jsonl, render, cfg))
   assert all('score_index' in b for b in val)
+
+
+def _updates(path, render, cfg, rows):
+  source = data_lib.JsonlTrajectories(path, cfg.train_lines, cfg.format)
+  examples = data_lib.sft_examples(render, cfg.seq_len)
+  return data_lib.Updates(
+      lambda k: data_lib.packed_updates(source, examples, cfg, shard=k),
+      cfg,
+      rows,
+  )
+
+
+def test_hosts_load_only_their_streams_and_together_make_the_batch(
+    sft_jsonl, render
+):
+  """4 loader streams, micro_batch 4: a host holding rows [0, 2) runs streams
+  0 and 1 only, the other host 2 and 3; side by side they are the batch one
+  host holding every row assembles."""
+  cfg = _cfg(sft_jsonl, micro_batch=4, shards=4)
+  whole = _updates(sft_jsonl, render, cfg, (0, 4))
+  first = _updates(sft_jsonl, render, cfg, (0, 2))
+  second = _updates(sft_jsonl, render, cfg, (2, 4))
+  assert (first.shards, second.shards) == ((0, 1), (2, 3))
+  for _ in range(2):
+    w, a, b = next(whole), next(first), next(second)
+    assert w['inputs'].shape == (2, 4, 512)
+    for k in w:
+      np.testing.assert_array_equal(np.concatenate([a[k], b[k]], axis=1), w[k])
+  # A host holding part of a stream's rows runs the stream and keeps them.
+  part = _updates(sft_jsonl, render, _cfg(sft_jsonl), (1, 2))
+  full = _updates(sft_jsonl, render, _cfg(sft_jsonl), (0, 2))
+  np.testing.assert_array_equal(
+      next(part)['inputs'], next(full)['inputs'][:, 1:]
+  )
+
+
+def test_stream_positions_resume_each_stream(sft_jsonl, render):
+  cfg = _cfg(sft_jsonl, micro_batch=4, shards=2)
+  it = _updates(sft_jsonl, render, cfg, (2, 4))
+  next(it)
+  state = it.get_state()
+  assert set(state) == {'1'}
+  want = next(it)
+  again = _updates(sft_jsonl, render, cfg, (2, 4))
+  again.set_state(state)
+  np.testing.assert_array_equal(next(again)['targets'], want['targets'])
+  other = _updates(sft_jsonl, render, cfg, (0, 2))
+  with pytest.raises(data_lib.DataError, match=r'lacks loader streams \[0\]'):
+    other.set_state(state)
+
+
+def test_shards_must_divide_the_microbatch(sft_jsonl):
+  with pytest.raises(data_lib.DataError, match='divide'):
+    _cfg(sft_jsonl, micro_batch=4, shards=3)
+
+
+def test_score_index_width_can_be_given():
+  mask = np.array([[[0, 1, 1, 0, 0, 0, 0, 0]]])
+  assert data_lib.score_width(mask, 2) == 2
+  index = data_lib.score_index(mask, 2, width=4)
+  assert index.tolist() == [[[1, 2, 0, 3]]]

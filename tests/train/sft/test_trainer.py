@@ -20,6 +20,7 @@ from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
 from search_agent.train.sft import config as sft_config
 from search_agent.train.sft import metrics as metrics_lib
+from search_agent.train.sft import step as step_lib
 from search_agent.train.sft import trainer
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
@@ -169,7 +170,11 @@ def test_tiny_and_recipe_configs_convert(repo_root):
       51,
       507,
   )
-  assert recipe.total_updates == 507 and recipe.data.micro_steps == 64
+  assert recipe.total_updates == 507
+  # 64 packed rows an update, 8 a microbatch: one per slot of the 8-way
+  # batch axis (expert=8), each slot its own loader stream.
+  d = recipe.data
+  assert (d.micro_batch, d.micro_steps, d.shards) == (8, 8, 8)
   assert recipe.data.seq_len == 262144 and recipe.model.remat_policy == 'full'
   assert recipe.layout.sizes(128) == {
       'data': 1,
@@ -207,3 +212,17 @@ def test_starts_from_imported_hf_parameters(tmp_path, repo_root, sft_jsonl):
   np.testing.assert_array_equal(
       run.model.params['token_embedder']['embedding'], want
   )
+
+
+def test_a_microbatch_the_batch_axes_cannot_split_is_refused():
+  """The recipe's old micro_batch=1 against an 8-way batch axis: a clear
+  error before any batch is placed (jax would raise IndivisibleError)."""
+  devices = np.array(jax.devices()[:8]).reshape(1, 2, 4)
+  mesh = jax.sharding.Mesh(devices, ('data', 'fsdp', 'expert'))
+  sharding = jax.sharding.NamedSharding(
+      mesh, jax.sharding.PartitionSpec(None, ('data', 'fsdp', 'expert'))
+  )
+  step_lib.check_batch(sharding, 8)
+  step_lib.check_batch(sharding, 16)
+  with pytest.raises(step_lib.BatchLayoutError, match='multiple of 8'):
+    step_lib.check_batch(sharding, 1)
