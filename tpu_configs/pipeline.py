@@ -30,8 +30,8 @@ unchanged; search_agent/pipeline/plan.py wires them):
   report           DIR/report.md, report.json and plots
 
 Variants:
-  tiny   the README's main job (`bash launch/run_main.sh`): about 8 minutes
-         on 2 free cores.
+  tiny   the README's main job (`bash launch/run_main.sh`), minutes on 2
+         CPU cores.
   learn  the learning-signal run: 200 held-out tasks, every train task's
          demonstrations with search and visit, the tiny model with 4
          layers, 1,000 pretraining and 1,200 SFT updates rehearsing the
