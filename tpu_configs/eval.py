@@ -1,5 +1,7 @@
 """Eval: run an agent (single or MAS) on a benchmark, grade, report.
 
+  python -m eval.run --config=tpu_configs/eval.py:tiny --workdir=DIR
+
   python -m eval.run --config=tpu_configs/eval.py --workdir=DIR \
       --config.dataset.path=browse_comp_test_set.csv \
       --config.policy.openai.base_url=http://HOST:8000/v1 \

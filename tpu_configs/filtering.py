@@ -1,5 +1,8 @@
 """Config of `python -m search_agent.filtering.run`.
 
+  python -m search_agent.filtering.run \
+      --config=tpu_configs/filtering.py:tiny --workdir=DIR
+
 Variants (`--config=tpu_configs/filtering.py:<variant>`):
   tiny    the bundled 20 real WebDancer trajectories, offline 'contains'
           judge, Iris detectors, no turn judge (runs in seconds on a CPU);
@@ -51,10 +54,9 @@ def _degeneration() -> ml_collections.ConfigDict:
   c.window_bytes = 2048
   c.stride_bytes = 512
   c.zlib_level = 9
-  # Threshold calibrated on the 200 real WebDancer trajectories and their
-  # looped variants (`--config.mode=calibrate`; WORKSPACE.md): real p99 2.77,
-  # max 3.32; loops filling a window: recall 0.9992 at 3.34, no real
-  # trajectory flagged. 0 disables.
+  # Threshold above every real trajectory's ratio and below looped ones,
+  # calibrated with `--config.mode=calibrate`
+  # (docs/experiments/filtering-and-viewer.md). 0 disables.
   c.max_ratio = 3.34
   # A block of <= line_max_period non-empty lines repeated this many times.
   c.line_min_repeats = 3
