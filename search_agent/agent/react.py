@@ -132,8 +132,8 @@ class _Run:
 
 
 def _generations(tokens: token_record.TokenAssembler) -> dict[str, Any]:
-  """Per-call tokens, kept when there is no single token-exact sequence."""
-  if tokens.record() is None and tokens.generations:
+  """Per-call tokens, kept when there are no token-exact segments."""
+  if not tokens.segments() and tokens.generations:
     return {'generations': tokens.generations}
   return {}
 
@@ -201,6 +201,7 @@ class ReActAgent:
         budgets_hit=tuple(run.hit),
         error=run.error,
         tokens=run.tokens.record(),
+        segments=run.tokens.segments(),
         timings={'total': time.monotonic() - run.start},
         meta={
             **(meta or {}),
@@ -213,6 +214,7 @@ class ReActAgent:
             },
             'budgets': dataclasses.asdict(cfg.budgets),
             'tokens_note': run.tokens.note,
+            'context_slides': run.tokens.slides,
             **_generations(run.tokens),
         },
     )

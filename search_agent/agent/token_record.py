@@ -1,17 +1,18 @@
-"""Assembles a token-exact `TokenRecord` from the completions of one run.
+"""Assembles token-exact `TokenRecord` segments from the calls of one run.
 
-When the backend returns prompt and generated token ids for every call, the
-trajectory's token sequence is the first prompt, then for each call the
-generated tokens (loss 1 when the turn is trainable, with their sampling
-logprobs and policy version) and the prompt tokens that the next call added
-(observations, template tokens: loss 0, version -1). This is only exact when
-each prompt extends the previous sequence token for token; a context policy
-that rewrites earlier turns (sliding window, discard-all, summary) or a chat
-template that drops earlier reasoning breaks that, and then no record is
-kept and `note` says why. The per-call generations (`generations`: message
-index, generated ids, sampling logprobs, policy version) are kept in any
-case, so the learner can align them with the policy's training views
-(context.training_views) when the whole sequence is not one prefix chain.
+When the backend returns prompt and generated token ids for every call, a
+segment is a prompt exactly as the sampler received it, then for each call
+the generated tokens (loss 1 when the turn is trainable, with their sampling
+logprobs and policy version) and the prompt tokens the next call added
+(observations, template tokens: loss 0, version -1), as long as each prompt
+extends the segment token for token. A context policy that rewrites earlier
+turns (the sliding window, discard-all, a summary) or a chat template that
+drops earlier reasoning starts a new segment at that call, beginning with its
+whole prompt. Every generated token is in exactly one segment, with the
+context the sampler saw, so RL trains a rollout of any length (`segments`);
+`record` is the one segment of a run that never slid. The per-call
+generations (`generations`: message index, generated ids, sampling
+logprobs, policy version) are kept too.
 """
 
 from typing import Any
@@ -27,11 +28,15 @@ class TokenAssembler:
     note: Why there is no record, or what is approximate; '' when exact.
     generations: Per call with tokens: {'message', 'token_ids', 'logprobs',
       'version'}; 'message' is the assistant turn's index in the messages.
+    slides: Calls whose prompt did not extend the segment before them (each
+      started a new segment).
   """
 
   def __init__(self):
     self.note = ''
+    self.slides = 0
     self._ok = True
+    self._closed: list[trajectory.TokenRecord] = []
     self._ids: list[int] = []
     self._mask: list[int] = []
     self._logprobs: list[float] = []
@@ -65,11 +70,17 @@ class TokenAssembler:
       return
     n = len(self._ids)
     if tuple(prompt[:n]) != tuple(self._ids):
-      self._stop(
+      # The context policy or chat template rewrote earlier tokens: this
+      # call's prompt starts a new segment.
+      self._closed.append(self._current())
+      self._ids, self._mask, self._logprobs, self._versions = [], [], [], []
+      self.slides += 1
+      self.note = self.note or (
           f'the prompt of call {self._calls} does not extend the previous'
-          ' token sequence (context policy or chat template rewrote it)'
+          ' token sequence (context policy or chat template rewrote it): a'
+          ' new segment starts there'
       )
-      return
+      n = 0
     delta = prompt[n:]
     self._extend(delta, [0] * len(delta), [0.0] * len(delta), -1)
     logprobs = completion.logprobs
@@ -101,12 +112,21 @@ class TokenAssembler:
       return None
     return self.generations[-1]['message'], tuple(self._ids)
 
-  def record(self) -> trajectory.TokenRecord | None:
-    if not self._ok or not self._ids:
-      return None
+  def _current(self) -> trajectory.TokenRecord:
     return trajectory.TokenRecord(
         token_ids=tuple(self._ids),
         loss_mask=tuple(self._mask),
         logprobs=tuple(self._logprobs),
         versions=tuple(self._versions),
     )
+
+  def segments(self) -> tuple[trajectory.TokenRecord, ...]:
+    """Every segment in call order; () without token ids from the backend."""
+    if not self._ok or not self._ids:
+      return ()
+    return (*self._closed, self._current())
+
+  def record(self) -> trajectory.TokenRecord | None:
+    """The token record of a run that never slid (one segment), else None."""
+    segments = self.segments()
+    return segments[0] if len(segments) == 1 else None

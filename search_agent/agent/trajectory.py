@@ -99,7 +99,12 @@ class Trajectory:
     status: One of STATUSES.
     budgets_hit: Names of the budgets that ended or shaped the run.
     error: Failure description when status == 'failed'.
-    tokens: Token-exact record when the backend gave tokens.
+    tokens: Token-exact record when the backend gave tokens and every prompt
+      extended the one before it (the context never slid).
+    segments: Token-exact segments when the backend gave tokens: each a
+      prompt as the sampler received it plus what followed while each next
+      prompt extended it (`agent.token_record`); (tokens,) when the context
+      never slid.
     timings: Wall-clock figures in seconds (e.g. {'total': 12.3}).
     meta: Free-form provenance (policy model, context policy, source, ...).
   """
@@ -113,10 +118,13 @@ class Trajectory:
   budgets_hit: tuple[str, ...] = ()
   error: str | None = None
   tokens: TokenRecord | None = None
+  segments: tuple[TokenRecord, ...] = ()
   timings: dict[str, float] = dataclasses.field(default_factory=dict)
   meta: dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
+    if self.tokens is not None and not self.segments:
+      object.__setattr__(self, 'segments', (self.tokens,))
     if self.status not in STATUSES:
       raise TrajectoryFormatError(
           f'status {self.status!r} is not one of {STATUSES}'
@@ -133,6 +141,8 @@ class Trajectory:
 
   def to_json(self) -> dict[str, Any]:
     d = dataclasses.asdict(self)
+    if self.tokens is not None and self.segments == (self.tokens,):
+      del d['segments']  # one segment: `tokens` holds it
     d['schema_version'] = SCHEMA_VERSION
     return d
 
@@ -153,13 +163,8 @@ class Trajectory:
       messages = tuple(_turn(m) for m in obj['messages'])
       tokens = obj.get('tokens')
       if tokens is not None:
-        tokens = TokenRecord(
-            token_ids=tuple(tokens['token_ids']),
-            loss_mask=tuple(tokens['loss_mask']),
-            logprobs=tuple(tokens['logprobs']),
-            versions=tuple(tokens['versions']),
-            routed_experts=tokens.get('routed_experts'),
-        )
+        tokens = _token_record(tokens)
+      segments = tuple(_token_record(t) for t in obj.get('segments') or ())
       return cls(
           id=str(obj['id']),
           task_id=str(obj['task_id']),
@@ -170,6 +175,7 @@ class Trajectory:
           budgets_hit=tuple(obj.get('budgets_hit', ())),
           error=obj.get('error'),
           tokens=tokens,
+          segments=segments,
           timings=dict(obj.get('timings', {})),
           meta=dict(obj.get('meta', {})),
       )
@@ -290,3 +296,13 @@ def iter_jsonl(
       errors.append(item)
     else:
       yield item
+
+
+def _token_record(obj: dict[str, Any]) -> TokenRecord:
+  return TokenRecord(
+      token_ids=tuple(obj['token_ids']),
+      loss_mask=tuple(obj['loss_mask']),
+      logprobs=tuple(obj['logprobs']),
+      versions=tuple(obj['versions']),
+      routed_experts=obj.get('routed_experts'),
+  )

@@ -14,6 +14,7 @@ import pytest
 from search_agent.agent import budgets
 from search_agent.agent import managed_context
 from search_agent.agent import react
+from search_agent.agent import trajectory
 from search_agent.llm import protocol
 from search_agent.llm import scripted
 from search_agent.search import schemas
@@ -277,20 +278,25 @@ def test_token_exact_record_when_backend_gives_tokens():
   assert rec.logprobs[6:9] == (-0.5,) * 3 and traj.meta['tokens_note'] == ''
   assert 'generations' not in traj.meta  # the record already holds them
 
+  assert traj.segments == (rec,)
+
   llm = CompletionLLM([reply(call('a'), (5, 5, 5)), reply(ANSWER, (1,))])
   traj = run(llm)
-  assert traj.tokens is None
+  assert traj.tokens is None  # no single sequence
   assert 'does not extend' in traj.meta['tokens_note']
-  # The per-call generations survive, aligned with their assistant turns.
-  gens = traj.meta['generations']
-  assert [g['message'] for g in gens] == [2, 4]
-  assert [traj.messages[g['message']].role for g in gens] == ['assistant'] * 2
-  assert gens[0] == {
-      'message': 2,
-      'token_ids': [5, 5, 5],
-      'logprobs': [-0.5] * 3,
-      'version': 7,
-  }
+  assert traj.meta['context_slides'] == 1
+  # Two segments, each a prompt as the sampler received it and what it
+  # generated: every generated token is kept with its context.
+  first, second = traj.segments
+  assert first.token_ids == tuple(range(100, 106)) + (5, 5, 5)
+  assert first.loss_mask == (0,) * 6 + (1,) * 3
+  assert second.token_ids == tuple(range(100, 112)) + (1,)
+  assert second.loss_mask == (0,) * 12 + (1,)
+  assert second.versions == (-1,) * 12 + (7,)
+  assert 'generations' not in traj.meta  # the segments hold them
+  # The trajectory file keeps them.
+  again = trajectory.Trajectory.from_json(traj.to_json())
+  assert again.segments == traj.segments and again.tokens is None
 
 
 def test_budget_validation_messages():

@@ -5,10 +5,13 @@ produced, never on a re-rendered chat. `RecordingLLM` keeps every completion
 of one rollout; `check` verifies that each call's prompt is a token prefix
 of the trajectory's token record and that its generated tokens and sampling
 logprobs follow at that position; a rollout that fails is dropped (the
-caller counts it). `stitch_routing` joins the per-call routing records into
-one [tokens - 1, layers, top_k] record: each position keeps the experts of
-the first call that computed it (as a sampler reusing its KV cache across
-turns would), so a generated token keeps the routes it was sampled with.
+caller counts it). A rollout whose context slid has several segments
+(`agent.token_record`): `split_calls` hands each segment the calls it holds
+and `check_segments` checks every segment that way. `stitch_routing` joins
+the per-call routing records into one [tokens - 1, layers, top_k] record:
+each position keeps the experts of the first call that computed it (as a
+sampler reusing its KV cache across turns would), so a generated token
+keeps the routes it was sampled with.
 """
 
 import base64
@@ -55,6 +58,64 @@ def check(
     if not np.allclose(got, np.asarray(c.logprobs or (), np.float64)):
       return f'the sampling logprobs of call {i} were not kept'
   return ''
+
+
+def split_calls(
+    segments: Sequence[traj_lib.TokenRecord],
+    calls: Sequence[protocol.Completion],
+) -> list[list[protocol.Completion]] | str:
+  """The calls of each segment, in order, or why they do not fit.
+
+  A call belongs to the segment its prompt is a token prefix of; the calls
+  of one segment are consecutive, and every segment holds at least one.
+  """
+  out: list[list[protocol.Completion]] = [[] for _ in segments]
+  j = 0
+  for i, c in enumerate(calls, 1):
+    p = c.prompt_token_ids
+    if p is None:
+      return f'call {i} returned no token ids'
+    starts = lambda k: tuple(segments[k].token_ids[: len(p)]) == tuple(p)
+    if out[j] and not starts(j):
+      j += 1  # the context slid: this call starts the next segment
+    if j == len(segments) or not starts(j):
+      return f'the prompt of call {i} is not a token prefix of its segment'
+    out[j].append(c)
+  if any(not part for part in out):
+    return 'a segment of the trajectory holds no call'
+  return out
+
+
+def check_segments(
+    segments: Sequence[traj_lib.TokenRecord],
+    calls: Sequence[protocol.Completion],
+    note: str = '',
+) -> str:
+  """'' when every segment is token exact for its calls, else why not."""
+  if not segments:
+    return note or 'no token record'
+  parts = split_calls(segments, calls)
+  if isinstance(parts, str):
+    return parts
+  for k, (segment, part) in enumerate(zip(segments, parts), 1):
+    why = check(segment, part)
+    if why:
+      return f'segment {k}: {why}' if len(segments) > 1 else why
+  return ''
+
+
+def stitch_segments(
+    segments: Sequence[traj_lib.TokenRecord],
+    calls: Sequence[protocol.Completion],
+) -> list[np.ndarray | None]:
+  """`stitch_routing` of each segment over its own calls."""
+  parts = split_calls(segments, calls)
+  if isinstance(parts, str):
+    raise ValueError(parts)
+  return [
+      stitch_routing(part, len(segment.token_ids))
+      for segment, part in zip(segments, parts)
+  ]
 
 
 def stitch_routing(

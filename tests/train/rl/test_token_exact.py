@@ -82,3 +82,32 @@ def test_routing_codec_round_trips_compactly():
       token_exact.decode_routing(token_exact.encode_routing(big)), big
   )
   np.testing.assert_array_equal(token_exact.decode_routing(r.tolist()), r)
+
+
+def test_segments_of_a_slid_rollout_are_each_exact():
+  """Call 3's prompt rewrote earlier tokens (the window slid): it starts a
+  second segment, and each segment holds its own calls."""
+  third = _call([1, 9, 7, 8, 6], [10], [-3.0])
+  first = _record(IDS, LPS)
+  second = _record([1, 9, 7, 8, 6, 10], [0, 0, 0, 0, 0, -3.0])
+  calls = CALLS + [third]
+  parts = token_exact.split_calls([first, second], calls)
+  assert parts == [CALLS, [third]]
+  assert token_exact.check_segments([first, second], calls) == ''
+  # One segment cannot hold the slid call.
+  assert 'call 3' in token_exact.check_segments([first], calls)
+  # A segment's generated token that differs from the sampler's is caught.
+  bad = _record([1, 9, 7, 8, 6, 11], [0, 0, 0, 0, 0, -3.0])
+  assert 'segment 2' in token_exact.check_segments([first, bad], calls)
+  assert token_exact.check_segments([], calls, 'no ids') == 'no ids'
+
+
+def test_routing_is_stitched_per_segment():
+  routes = lambda n, e: np.full((n, 1, 1), e, np.int32)
+  calls = [
+      _call([1, 2], [3], [-1.0], routes(2, 1)),
+      _call([5, 6], [7], [-1.0], routes(2, 2)),
+  ]
+  segs = [_record([1, 2, 3], [0, 0, -1.0]), _record([5, 6, 7], [0, 0, -1.0])]
+  a, b = token_exact.stitch_segments(segs, calls)
+  assert a.ravel().tolist() == [1, 1] and b.ravel().tolist() == [2, 2]
