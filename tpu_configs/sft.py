@@ -6,15 +6,14 @@ so each of several processes loads only its own rows; `python -m
 launch.local --config=tpu_configs/launch/sft.py:tiny --processes=2` runs it.
 
 'recipe' is open-recipe.md's SFT table: Qwen3-30B-A3B-class MoE, 262,144-token
-packing, 64 trajectories per update with microbatch 1, distributed Muon
+packing, 64 packed rows per update (8 microbatches of 8), distributed Muon
 (momentum 0.9, spectral scaling multiplier 0.2, Nesterov off, weight decay
 0.1), lr 5e-5 peak / 1e-6 min, 51 warmup updates, cosine through update 507,
 TP=2 CP=8 EP=8, sequence packing and full activation recomputation. 'tiny'
 trains the tiny MoE on 190 of the 200 real WebDancer trajectories (10 held
 out) with a tokenizer trained on the bundled corpus, on a 2-core CPU, in
-8,192-token rows (long enough for 161 of the 190 final answers with their
-context; turns that do not fit are dropped and counted, never cut: see
-`python -m search_agent.train.sft.data_report`).
+12,288-token rows; turns that do not fit are dropped and counted, never cut
+(`python -m search_agent.train.sft.data_report` gives coverage 0.987).
 
 'pretrain_tiny' pretrains the tiny MoE from scratch on the bundled 2Wiki
 corpus (next-token loss on every token, a fifth synthetic copy/recall
@@ -70,10 +69,9 @@ def _variant(variant: str) -> ml_collections.ConfigDict:
       families.model_preset('tiny' if tiny else 'qwen3-30b-a3b')
   )
   if tiny:
-    # WebDancer rows are ~7k tiny-BPE tokens (a ~3.5k-token observation):
-    # at 2048 no final answer turn fits with its context, at 8192 161 of 190
-    # do and 89% of supervised tokens are kept (data_report).
-    c.model.max_target_length = 8192
+    # WebDancer turns carry ~3.5k-token observations: rows of 12,288 keep
+    # over 95% of the supervised tokens (data_report; docs/decisions.md).
+    c.model.max_target_length = 12288
     # Issue 14 (search_agent.train.sft.benchmark, 2 cores): attention in
     # 128-position blocks, block pairs with no shared segment skipped
     # (4.5x fewer CPU seconds per 2 x 2,048-token update than MaxText's full
