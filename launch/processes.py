@@ -73,6 +73,9 @@ def process_env(
     flags.append(f'--xla_force_host_platform_device_count={per}')
     env['XLA_FLAGS'] = ' '.join(flags)
   if layout.processes > 1:
+    # The launcher stops the others when one dies; the coordination
+    # service's heartbeat only has to outlast a busy machine's stalls.
+    env.setdefault('SEARCH_AGENT_HEARTBEAT_TIMEOUT_S', '300')
     env['JAX_COORDINATOR_ADDRESS'] = f'127.0.0.1:{port}'
     env['TPU_WORKER_ID'] = str(index)
     env['TPU_WORKER_HOSTNAMES'] = ','.join(['127.0.0.1'] * layout.processes)
