@@ -76,6 +76,12 @@ def process_env(
     # The launcher stops the others when one dies; the coordination
     # service's heartbeat only has to outlast a busy machine's stalls.
     env.setdefault('SEARCH_AGENT_HEARTBEAT_TIMEOUT_S', '300')
+    if layout.devices:
+      # CPU (gloo) collectives give a new communicator 30 s to form: a
+      # process that loads a step from the persistent compilation cache
+      # while another compiles it reaches the step's first collective too
+      # early and fails (measured: GetKeyValue() timed out after 30 s).
+      env['JAX_ENABLE_COMPILATION_CACHE'] = 'false'
     env['JAX_COORDINATOR_ADDRESS'] = f'127.0.0.1:{port}'
     env['TPU_WORKER_ID'] = str(index)
     env['TPU_WORKER_HOSTNAMES'] = ','.join(['127.0.0.1'] * layout.processes)

@@ -3,8 +3,8 @@
 Usage: --config=tpu_configs/rl.py (the recipe), tpu_configs/rl.py:tiny (a
 2-core CPU run), :searchmaster (SearchMaster self-play, selfplay.*: std-normalized
 advantages, clipped objective with KL 0.001) or :searchmaster,tiny, :partial (Iris: synchronous steps
-over-sampled 25%, partial rollouts, truncated IS; :partial,tiny). Every value below is from open-recipe.md unless its
-comment says otherwise.
+over-sampled 25%, partial rollouts, truncated IS; :partial,tiny), :long (one observation kept, the window slides
+within each rollout; :tiny,long). Every value below is from open-recipe.md unless its comment says otherwise.
 """
 
 import os
@@ -110,11 +110,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   _add_run_fields(c)
   variants = set(arg.split(',')) if arg else set()
-  unknown = variants - {'tiny', 'searchmaster', 'partial'}
+  unknown = variants - {'tiny', 'searchmaster', 'partial', 'long'}
   if unknown:
     raise ValueError(
-        f'unknown variant(s) {sorted(unknown)}; want tiny, searchmaster'
-        ' and/or partial'
+        f'unknown variant(s) {sorted(unknown)}; want tiny, searchmaster,'
+        ' partial and/or long'
     )
   if 'searchmaster' in variants:  # SearchMaster's GRPO (searchmaster.md)
     c.group_size = 8  # K_P = K_S = 8
@@ -145,6 +145,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     _tiny_run(c)
     if 'searchmaster' in variants:
       _tiny_selfplay(c)
+  if 'long' in variants:  # the recipe's horizon: the window slides
+    # One observation kept and more steps: from the third call on every
+    # prompt rewrites the one before, so each rollout trains as segments
+    # (agent.token_record) instead of being dropped as inexact.
+    c.rollout.update(dict(keep_observations=1, max_agent_steps=6))
   return c
 
 

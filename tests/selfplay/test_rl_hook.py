@@ -64,7 +64,7 @@ def test_prepare_writes_the_seed_pool(tmp_path):
 def _traj(i, reward):
   tok = traj_lib.TokenRecord(token_ids=(1, 2), loss_mask=(0, 1),
                              logprobs=(0.0, -1.0), versions=(-1, 0))  # fmt: skip
-  return records.ScoredTrajectory(trajectory_id=f't{i}', tokens=tok,
+  return records.ScoredTrajectory(trajectory_id=f't{i}', segments=(tok,),
                                   reward=reward)  # fmt: skip
 
 

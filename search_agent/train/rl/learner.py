@@ -87,12 +87,14 @@ def pack_update(
   for g in groups:
     adv = adv_lib.group_advantages(g.rewards, adv_cfg)
     for t, a in zip(g.trajectories, adv):
-      if len(t.tokens.token_ids) > seq_len:
-        raise SequenceTooLongError(
-            f'{t.trajectory_id} has {len(t.tokens.token_ids)} tokens >'
-            f' seq_len {seq_len}; raise seq_len (nothing is truncated)'
-        )
-      rows.append((t.tokens, a))
+      for k, seg in enumerate(t.segments):  # each with the rollout's advantage
+        if len(seg.token_ids) > seq_len:
+          raise SequenceTooLongError(
+              f'{t.trajectory_id} segment {k} has {len(seg.token_ids)}'
+              f' tokens > seq_len {seq_len}; raise seq_len (nothing is'
+              ' truncated)'
+          )
+        rows.append((seg, a))
   routed = bool(rows) and all(r.routed_experts is not None for r, _ in rows)
   out = []
   for start in range(0, len(rows), batch_size):

@@ -32,14 +32,21 @@ def group_summary(groups: Sequence[Any]) -> dict[str, float]:
   trajs = [t for g in groups for t in g.trajectories]
   mean = lambda xs: float(np.mean(xs)) if xs else 0.0  # pylint: disable=g-long-lambda
   secs = [g.meta.get('seconds', 0.0) for g in groups]
+  segs = [s for t in trajs for s in t.segments]
+  computed = sum(len(s.token_ids) for s in segs)
+  trained = sum(int(np.sum(np.asarray(s.loss_mask))) for s in segs)
   return {
+      # The context window's slides (agent.token_record): each trajectory
+      # trains as its segments; the learner computes every segment's prompt
+      # again (re-prefill), so computed / trained tokens is their overhead.
+      'trajectories_slid': sum(t.slid for t in trajs),
+      'segments_per_trajectory': len(segs) / max(len(trajs), 1),
+      'reprefill_overhead': computed / max(trained, 1),
       'reward_mean': mean([t.reward for t in trajs]),
       'outcome_reward_mean': mean([t.correct for t in trajs]),
       'claim_reward_mean': mean([t.coverage for t in trajs]),
       'trajectories': len(trajs),
-      'trajectories_dropped_inexact': sum(
-          g.meta.get('dropped_inexact', 0) for g in groups
-      ),
+      'dropped_inexact': sum(g.meta.get('dropped_inexact', 0) for g in groups),
       'group_seconds_p50': float(np.median(secs)) if secs else 0.0,
       'group_seconds_max': float(np.max(secs)) if secs else 0.0,
   }
@@ -60,9 +67,10 @@ def update_record(
   """The metrics.jsonl object of one update (`sums`: loss.finalize's)."""
   ages = np.asarray(sums['age_hist']).astype(int).tolist()
   gen_tokens = sum(
-      int(np.sum(np.asarray(t.tokens.loss_mask)))
+      int(np.sum(np.asarray(s.loss_mask)))
       for g in groups
       for t in g.trajectories
+      for s in t.segments
   )
   return {
       'update': version,

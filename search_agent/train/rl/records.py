@@ -1,9 +1,12 @@
 """Records that rollout workers hand the learner: scored trajectories, groups.
 
 A rollout worker turns each agent rollout into a `ScoredTrajectory` (its
-token-exact `TokenRecord`, with per-token sampling logprobs and policy
-versions, plus its reward) and the rollouts of one question into a
+token-exact segments, `TokenRecord`s with per-token sampling logprobs and
+policy versions, plus its reward) and the rollouts of one question into a
 `RolloutGroup`. The group is the unit of readiness, replay and scheduling.
+A rollout whose context never slid has one segment; each slide of the
+context window starts another (`agent.token_record`), and the learner trains
+every segment with the rollout's advantage.
 """
 
 import dataclasses
@@ -23,22 +26,34 @@ class ScoredTrajectory:
 
   Attributes:
     trajectory_id: Id of the `Trajectory` it came from.
-    tokens: Token ids, loss mask, sampling logprobs and policy versions.
+    segments: Its token-exact segments (token ids, loss mask, sampling
+      logprobs, policy versions), at least one.
     reward: Total reward r (e.g. 0.6 y + 0.4 c).
     correct: Answer correctness y, kept for metrics and the second pass.
     coverage: Claim coverage c, kept for metrics and the second pass.
   """
 
   trajectory_id: str
-  tokens: traj_lib.TokenRecord
+  segments: tuple[traj_lib.TokenRecord, ...]
   reward: float
   correct: float = 0.0
   coverage: float = 1.0
 
+  def __post_init__(self):
+    if not self.segments:
+      raise GroupFormatError(f'trajectory {self.trajectory_id}: no segments')
+
   @property
   def oldest_version(self) -> int:
-    gen = [v for v, m in zip(self.tokens.versions, self.tokens.loss_mask) if m]
+    gen = [
+        v for s in self.segments for v, m in zip(s.versions, s.loss_mask) if m
+    ]
     return min(gen, default=-1)
+
+  @property
+  def slid(self) -> bool:
+    """True when the context slid (more than one segment)."""
+    return len(self.segments) > 1
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -73,12 +88,8 @@ class RolloutGroup:
       trajs = tuple(
           ScoredTrajectory(
               trajectory_id=t['trajectory_id'],
-              tokens=traj_lib.TokenRecord(
-                  token_ids=tuple(t['tokens']['token_ids']),
-                  loss_mask=tuple(t['tokens']['loss_mask']),
-                  logprobs=tuple(t['tokens']['logprobs']),
-                  versions=tuple(t['tokens']['versions']),
-                  routed_experts=t['tokens'].get('routed_experts'),
+              segments=tuple(
+                  _token_record(r) for r in t.get('segments') or [t['tokens']]
               ),
               reward=float(t['reward']),
               correct=float(t.get('correct', 0.0)),
@@ -97,23 +108,33 @@ class RolloutGroup:
       raise GroupFormatError(f'malformed rollout group: {e!r}') from e
 
 
+def _token_record(obj: dict[str, Any]) -> traj_lib.TokenRecord:
+  return traj_lib.TokenRecord(
+      token_ids=tuple(obj['token_ids']),
+      loss_mask=tuple(obj['loss_mask']),
+      logprobs=tuple(obj['logprobs']),
+      versions=tuple(obj['versions']),
+      routed_experts=obj.get('routed_experts'),
+  )
+
+
 def scored(
     traj: traj_lib.Trajectory, reward: outcome.RolloutReward
 ) -> ScoredTrajectory:
-  """Pairs a rollout's token record with its reward.
+  """Pairs a rollout's token-exact segments with its reward.
 
   Raises:
-    GroupFormatError: the trajectory has no token-exact record (the learner
-      cannot train on text alone).
+    GroupFormatError: the trajectory has no token-exact segments (the
+      learner cannot train on text alone).
   """
-  if traj.tokens is None:
+  if not traj.segments:
     raise GroupFormatError(
         f'trajectory {traj.id} has no tokens; roll out with a backend that'
         ' returns token ids, logprobs and policy versions'
     )
   return ScoredTrajectory(
       trajectory_id=traj.id,
-      tokens=traj.tokens,
+      segments=traj.segments,
       reward=reward.total,
       correct=reward.correct,
       coverage=reward.coverage,

@@ -179,19 +179,10 @@ class RolloutWorker:
       )
     if traj.status == 'failed':
       raise RolloutError(f'rollout {traj.id} failed: {traj.error}')
-    why = token_exact.check(
-        traj.tokens, llm.calls, traj.meta.get('tokens_note', '')
-    )
-    if why:
-      return traj, None, why
-    routing = token_exact.stitch_routing(llm.calls, len(traj.tokens.token_ids))
-    tokens = dataclasses.replace(
-        traj.tokens,
-        routed_experts=(
-            None if routing is None else token_exact.encode_routing(routing)
-        ),
-    )
-    return dataclasses.replace(traj, tokens=tokens), llm.calls, ''
+    out = token_exact.routed(traj, llm.calls)
+    if isinstance(out, str):
+      return traj, None, out
+    return out, llm.calls, ''
 
   async def run_group(self, item: dict[str, Any]) -> records.RolloutGroup:
     """Rolls out and scores one dispatched group (raises on failure)."""
@@ -215,8 +206,7 @@ class RolloutWorker:
       scored.append(records.scored(traj, reward))
       if self.rollouts_path is not None:  # for SFT-RL climbing, inspection
         kept = dataclasses.replace(
-            traj,
-            tokens=dataclasses.replace(traj.tokens, routed_experts=None),
+            token_exact.unrouted(traj),
             meta={**traj.meta, 'group_id': gid,
                   'reward': dataclasses.asdict(reward)},
         )  # fmt: skip
@@ -224,7 +214,7 @@ class RolloutWorker:
           await asyncio.to_thread(
               traj_lib.append_jsonl, self.rollouts_path, kept
           )
-      versions.update(v for v in traj.tokens.versions if v >= 0)
+      versions.update(v for s in traj.segments for v in s.versions if v >= 0)
     return records.RolloutGroup(
         group_id=gid,
         task_id=task.id,

@@ -167,13 +167,10 @@ class SelfPlayWorker(rollout_worker.RolloutWorker):
     )  # fmt: skip
     if traj.status == 'failed':
       raise rollout_worker.RolloutError(f'rollout {traj_id}: {traj.error}')
-    if token_exact.check(traj.tokens, llm.calls,
-                         traj.meta.get('tokens_note', '')):  # fmt: skip
+    out = token_exact.routed(traj, llm.calls)
+    if isinstance(out, str):
       return traj, False
-    routing = token_exact.stitch_routing(llm.calls, len(traj.tokens.token_ids))
-    enc = None if routing is None else token_exact.encode_routing(routing)
-    tokens = dataclasses.replace(traj.tokens, routed_experts=enc)
-    return dataclasses.replace(traj, tokens=tokens), True
+    return out, True
 
   async def run_group(self, item: dict[str, Any]) -> records.RolloutGroup:
     seed = task_lib.Task.from_json(item['task'])
@@ -192,7 +189,8 @@ class SelfPlayWorker(rollout_worker.RolloutWorker):
       sol = [p for p in out.solver_group if p.usable]
     trajs = tuple(
         records.ScoredTrajectory(
-            trajectory_id=p.traj.id, tokens=p.traj.tokens, reward=p.reward,
+            trajectory_id=p.traj.id, segments=p.traj.segments,
+            reward=p.reward,
             correct=float(p.correct),
         )
         for p in prop + sol
@@ -215,12 +213,11 @@ class SelfPlayWorker(rollout_worker.RolloutWorker):
       )
       if self.rollouts_path is not None:
         kept = [dataclasses.replace(
-            p.traj, tokens=dataclasses.replace(p.traj.tokens,
-                                               routed_experts=None),
+            token_exact.unrouted(p.traj),
             meta={**p.traj.meta, 'group_id': summary['seed'],
                   'reward': {'total': p.reward, 'base': p.base,
                              'correct': p.correct}},
-        ) for p in rolls if p.traj.tokens is not None]  # fmt: skip
+        ) for p in rolls if p.traj.segments]  # fmt: skip
         await asyncio.to_thread(
             _append, self.rollouts_path,
             [json.dumps(t.to_json()) + '\n' for t in kept],

@@ -15,6 +15,7 @@ keeps the routes it was sampled with.
 """
 
 import base64
+import dataclasses
 from typing import Any, Sequence
 
 import numpy as np
@@ -116,6 +117,40 @@ def stitch_segments(
       stitch_routing(part, len(segment.token_ids))
       for segment, part in zip(segments, parts)
   ]
+
+
+def routed(
+    traj: traj_lib.Trajectory, calls: Sequence[protocol.Completion]
+) -> traj_lib.Trajectory | str:
+  """`traj` with each segment's routing record, or why it is not exact."""
+  why = check_segments(traj.segments, calls, traj.meta.get('tokens_note', ''))
+  if why:
+    return why
+  routes = stitch_segments(traj.segments, calls)
+  return _with_segments(
+      traj,
+      tuple(
+          dataclasses.replace(
+              seg, routed_experts=None if r is None else encode_routing(r)
+          )
+          for seg, r in zip(traj.segments, routes)
+      ),
+  )
+
+
+def unrouted(traj: traj_lib.Trajectory) -> traj_lib.Trajectory:
+  """`traj` without routing records (for files people read)."""
+  return _with_segments(
+      traj,
+      tuple(
+          dataclasses.replace(seg, routed_experts=None) for seg in traj.segments
+      ),
+  )
+
+
+def _with_segments(traj, segments):
+  tokens = segments[0] if traj.tokens is not None else None
+  return dataclasses.replace(traj, tokens=tokens, segments=segments)
 
 
 def stitch_routing(

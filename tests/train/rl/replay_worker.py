@@ -25,11 +25,13 @@ def make_group(item: dict) -> records.RolloutGroup:
       trajectories=tuple(
           records.ScoredTrajectory(
               trajectory_id=f'{item["group_id"]}/{i}',
-              tokens=traj_lib.TokenRecord(
-                  token_ids=tuple(range(n)),
-                  loss_mask=(0, 0, 1, 1, 1, 1),
-                  logprobs=(0.0,) * n,
-                  versions=(-1, -1, 0, 0, 0, 0),
+              segments=(
+                  traj_lib.TokenRecord(
+                      token_ids=tuple(range(n)),
+                      loss_mask=(0, 0, 1, 1, 1, 1),
+                      logprobs=(0.0,) * n,
+                      versions=(-1, -1, 0, 0, 0, 0),
+                  ),
               ),
               reward=0.25 * i,
           )

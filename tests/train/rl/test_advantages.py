@@ -19,7 +19,7 @@ def _group(rows, gid='g'):
       trajectories=tuple(
           records.ScoredTrajectory(
               trajectory_id=f'{gid}{i}',
-              tokens=tok,
+              segments=(tok,),
               reward=0.6 * y + 0.4 * c,
               correct=y,
               coverage=c,

@@ -86,4 +86,10 @@ def test_scored_needs_tokens():
       ),
       reward,
   )
-  assert (s.reward, s.correct, s.coverage, s.tokens) == (0.8, 1.0, 0.5, tok)
+  assert (s.reward, s.correct, s.coverage, s.segments) == (
+      0.8,
+      1.0,
+      0.5,
+      (tok,),
+  )
+  assert not s.slid

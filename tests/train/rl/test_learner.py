@@ -1,5 +1,7 @@
 """Packing groups and accumulating one update over microbatches."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,11 +31,13 @@ def _groups(rng, n_groups=3, size=4):
       trajs.append(
           records.ScoredTrajectory(
               trajectory_id=f'{g}-{i}',
-              tokens=traj_lib.TokenRecord(
-                  token_ids=tuple(int(x) for x in rng.integers(0, V, n)),
-                  loss_mask=mask,
-                  logprobs=tuple(float(x) for x in -rng.uniform(0.5, 3, n)),
-                  versions=tuple(int(x) for x in rng.integers(0, 4, n)),
+              segments=(
+                  traj_lib.TokenRecord(
+                      token_ids=tuple(int(x) for x in rng.integers(0, V, n)),
+                      loss_mask=mask,
+                      logprobs=tuple(float(x) for x in -rng.uniform(0.5, 3, n)),
+                      versions=tuple(int(x) for x in rng.integers(0, 4, n)),
+                  ),
               ),
               reward=float(rng.uniform()),
           )
@@ -74,7 +78,7 @@ def test_pack_update_layout_and_advantages():
   (mb,) = learner.pack_update(groups, seq_len=12, batch_size=4)
   r = np.array(groups[0].rewards)
   np.testing.assert_allclose(mb.batch.advantages_b, r - r.mean(), rtol=1e-5)
-  first = groups[0].trajectories[0].tokens
+  (first,) = groups[0].trajectories[0].segments
   n = len(first.token_ids)
   assert tuple(mb.tokens_bt[0, :n]) == first.token_ids
   assert (mb.batch.versions_bt[0, n:] == -1).all()
@@ -109,3 +113,41 @@ def test_grpo_clip_matches_icepop_on_policy():
   np.testing.assert_allclose(g_clip, g_ice, atol=1e-5)
   with pytest.raises(ValueError, match='ref_params'):
     learner.update_gradients(_logprobs, w, on_policy, version=3, cfg=cfg)
+
+
+def test_a_slid_trajectory_trains_every_segment_with_its_advantage():
+  """A rollout whose window slid is two segments: two rows, both with the
+  rollout's advantage; the others pack exactly as before."""
+  rng = np.random.default_rng(5)
+  (g,) = _groups(rng, n_groups=1)
+  first = g.trajectories[0]
+  (seg,) = first.segments
+  second = traj_lib.TokenRecord(
+      token_ids=seg.token_ids[:2] + (5, 6),
+      loss_mask=(0, 0, 1, 1),
+      logprobs=(0.0, 0.0, -1.0, -2.0),
+      versions=(-1, -1, 3, 3),
+  )
+  slid = records.RolloutGroup(
+      group_id=g.group_id,
+      task_id=g.task_id,
+      dispatch_batch=g.dispatch_batch,
+      trajectories=(
+          dataclasses.replace(first, segments=(seg, second)),
+          *g.trajectories[1:],
+      ),
+  )
+  assert slid.trajectories[0].slid
+  (plain,) = learner.pack_update([g], seq_len=12, batch_size=8)
+  (mb,) = learner.pack_update([slid], seq_len=12, batch_size=8)
+  adv = np.asarray(mb.batch.advantages_b)
+  assert adv[0] == adv[1] == np.asarray(plain.batch.advantages_b)[0]
+  np.testing.assert_array_equal(mb.tokens_bt[1, :4], second.token_ids)
+  # The other rollouts' rows are unchanged, one row later.
+  np.testing.assert_array_equal(mb.tokens_bt[2:5], plain.tokens_bt[1:4])
+  np.testing.assert_array_equal(
+      adv[2:5], np.asarray(plain.batch.advantages_b)[1:4]
+  )
+  # Round trip through the queue's JSON keeps the segments.
+  again = records.RolloutGroup.from_json(slid.to_json())
+  assert again.trajectories[0].segments == (seg, second)

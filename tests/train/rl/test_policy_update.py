@@ -85,12 +85,14 @@ def _rollouts(model, fns, prompts=(PROMPT, PROMPT + 4)):
     trajs.append(
         records.ScoredTrajectory(
             trajectory_id=f'r{i}',
-            tokens=traj_lib.TokenRecord(
-                token_ids=tuple(int(x) for x in ids),
-                loss_mask=mask,
-                logprobs=tuple(float(x) for x in lps),
-                versions=tuple(0 if m else -1 for m in mask),
-                routed_experts=np.asarray(r[0]).tolist(),
+            segments=(
+                traj_lib.TokenRecord(
+                    token_ids=tuple(int(x) for x in ids),
+                    loss_mask=mask,
+                    logprobs=tuple(float(x) for x in lps),
+                    versions=tuple(0 if m else -1 for m in mask),
+                    routed_experts=np.asarray(r[0]).tolist(),
+                ),
             ),
             reward=1.0 - i,
             correct=1.0 - i,

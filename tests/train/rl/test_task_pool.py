@@ -15,7 +15,7 @@ def _group(task_id, correct, coverage):
       token_ids=(1,), loss_mask=(1,), logprobs=(0.0,), versions=(0,)
   )
   t = records.ScoredTrajectory(
-      trajectory_id='x', tokens=tok, reward=0.0, correct=correct,
+      trajectory_id='x', segments=(tok,), reward=0.0, correct=correct,
       coverage=coverage,
   )  # fmt: skip
   return records.RolloutGroup(
