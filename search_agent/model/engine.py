@@ -173,11 +173,14 @@ class Engine:
       raise T.RequestError(
           f'max_new_tokens {r.max_new_tokens} not in [1, {c.max_new_tokens}]'
       )
-    if r.temperature < 0 or not 0 < r.top_p <= 1:
-      raise T.RequestError(
-          f'temperature {r.temperature} must be >= 0 and top_p {r.top_p} in'
-          ' (0, 1]'
+    t = r.temperature
+    if not (t == 0 or T.MIN_TEMPERATURE <= t <= T.MAX_TEMPERATURE):
+      raise T.RequestError(  # NaN fails the test too
+          f'temperature {t} must be 0 (greedy) or in'
+          f' [{T.MIN_TEMPERATURE}, {T.MAX_TEMPERATURE}]'
       )
+    if not 0 < r.top_p <= 1:
+      raise T.RequestError(f'top_p {r.top_p} must be in (0, 1]')
     if r.stop_strings and self.decode_fn is None:
       raise T.RequestError('stop_strings need a tokenizer on the server')
 

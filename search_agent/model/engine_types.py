@@ -10,6 +10,10 @@ import dataclasses
 from typing import Any, Callable
 
 FINISH_REASONS = ('stop', 'length', 'abort')
+# A positive temperature below MIN is refused: it samples as greedy (0)
+# would, and near 1e-38 it scales float32 logits to inf (NaN logprobs).
+# Above MAX the distribution is uniform to float32 precision.
+MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-5, 1e4
 
 
 class EngineError(ValueError):

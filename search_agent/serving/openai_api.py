@@ -3,12 +3,20 @@
   * `POST /v1/chat/completions`: messages rendered by the one renderer
     (agent/chat_prompts.py, generation prompt appended), generation stopped
     at the template's end-of-turn token; `logprobs: true` gives per-token
-    logprobs. Extensions: `choices[i].token_ids` (generated ids, the
-    end-of-turn token included), top-level `prompt_token_ids`, and request
-    fields `session_id`, `request_id`.
+    logprobs. `tools` and `tool_choice` ('auto', 'none') are OpenAI function
+    calling (openai_tools.py): the reply's parsed `<tool_call>` blocks come
+    back as `message.tool_calls`, finish_reason 'tool_calls'. Extensions:
+    `choices[i].token_ids` (generated ids, the end-of-turn token included),
+    top-level `prompt_token_ids`, and request fields `session_id`,
+    `request_id`.
   * `POST /v1/completions`: `prompt` as text or token ids; `logprobs: N`
-    gives the chosen tokens' logprobs (no alternatives).
+    gives the chosen tokens' logprobs (no alternatives); `echo: true` puts
+    the prompt's text before the completion (not with logprobs).
   * `GET /v1/models`.
+Fields the engine cannot honour are a 400 naming them, never ignored:
+`top_logprobs` > 0 (it returns the sampled token's logprob only),
+`tool_choice` 'required' or a named function, `echo` with logprobs,
+`stream`, non-zero penalties.
 Stop strings end the generation and stay in the text (the llm protocol's
 convention). `n` samples use seeds seed, seed+1, ...
 """
@@ -22,6 +30,7 @@ import fastapi
 
 from search_agent.model import engine_types as T
 from search_agent.serving import bodies
+from search_agent.serving import openai_tools
 
 _COMMON = (
     'model', 'temperature', 'top_p', 'max_tokens', 'max_completion_tokens',
@@ -58,6 +67,16 @@ def _sampling(obj: dict, stop_ids: tuple[int, ...]) -> dict[str, Any]:
       request_id=bodies.get(obj, 'request_id', str),
       n=n,
   )
+
+
+def _top_logprobs(obj: dict) -> None:
+  """Refuses alternatives: the engine returns the sampled token's only."""
+  if bodies.get(obj, 'top_logprobs', int, 0) != 0:
+    raise bodies.BadRequest(
+        400,
+        'top_logprobs > 0 is not supported: the engine returns only the'
+        " sampled token's logprob (send 0 or leave it out)",
+    )
 
 
 async def _run_n(engine, run, ids, kw) -> list[T.GenerateResult]:
@@ -122,22 +141,27 @@ def add_routes(
       if not isinstance(m.get('content', ''), (str, type(None))):
         raise bodies.BadRequest(400, 'message content must be a string')
     kw = _sampling(obj, stop_ids)
+    tools = openai_tools.requested_tools(obj)
     try:
-      ids = prompts.prompt_ids(
-          [dict(m, content=m.get('content') or '') for m in messages]
-      )
+      ids = prompts.prompt_ids(openai_tools.with_tools(messages, tools))
     except (ValueError, KeyError, TypeError) as e:
       raise bodies.BadRequest(400, f'cannot render the messages: {e}') from e
     want_lp = bodies.get(obj, 'logprobs', bool, False)
+    _top_logprobs(obj)
     results = await _run_n(engine, run, ids, kw)
     choices = []
     for i, r in enumerate(results):
+      content, calls = openai_tools.reply(decode_body(r.token_ids), tools)
       choice = {
           'index': i,
-          'message': {'role': 'assistant', 'content': decode_body(r.token_ids)},
+          'message': {'role': 'assistant', 'content': content},
           'finish_reason': r.finish_reason,
           'token_ids': list(r.token_ids),
       }
+      if calls:
+        choice['message']['tool_calls'] = calls
+        if r.finish_reason == 'stop':
+          choice['finish_reason'] = 'tool_calls'
       if want_lp:
         choice['logprobs'] = {'content': [
             {'token': prompts.decode([t]), 'logprob': lp,
@@ -177,6 +201,13 @@ def add_routes(
     lp = obj.get('logprobs')
     if lp is not None and (not isinstance(lp, int) or isinstance(lp, bool)):
       raise bodies.BadRequest(400, f'logprobs must be an int, got {lp!r:.40}')
+    echo = bodies.get(obj, 'echo', bool, False)
+    if echo and lp is not None:
+      raise bodies.BadRequest(
+          400, 'echo with logprobs is not supported (no prompt logprobs)'
+      )
+    _top_logprobs(obj)
+    head = prompt if isinstance(prompt, str) else prompts.decode(ids)
     kw = _sampling(dict(obj, logprobs=None), ())
     results = await _run_n(engine, run, ids, kw)
     choices = []
@@ -184,7 +215,7 @@ def add_routes(
       toks = [prompts.decode([t]) for t in r.token_ids]
       choice = {
           'index': i,
-          'text': prompts.decode(list(r.token_ids)),
+          'text': (head if echo else '') + prompts.decode(list(r.token_ids)),
           'finish_reason': r.finish_reason,
           'token_ids': list(r.token_ids),
           'logprobs': None,
