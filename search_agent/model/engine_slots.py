@@ -59,6 +59,10 @@ class Run:
     self.versions: list[int] = []
     self.step_routes: list[np.ndarray] = []
     self.prompt_routes: np.ndarray | None = None
+    # Chunked prefill: prompt tokens still to append (None: decoding), and
+    # the routing of the chunks appended so far.
+    self.pending: list[int] | None = None
+    self.chunk_routes: list = []
     self.last = 0
     self.pos = self.ring_start = 0
 
@@ -169,7 +173,13 @@ class Stats:
   prefill_seconds: float = 0.0  # prefill-mode forwards and installs
   reused_tokens: int = 0  # prompt tokens whose cached KV was kept
   copied_tokens: int = 0  # of those, copied from another session's slot
+  chunked_tokens: int = 0  # prompt tokens appended by chunked prefill
+  chunks: int = 0  # chunked-prefill forwards
+  chunk_seconds: float = 0.0
   recomputed_tokens: int = 0  # session KV recomputed after weight swaps
+  recomputed_sessions: int = 0  # sessions those tokens belonged to
+  last_push_recomputed_tokens: int = 0  # recomputed by the newest swap
+  released_sessions: int = 0  # sessions their clients released
   blocks: int = 0
   block_seconds: float = 0.0
   weight_updates: int = 0

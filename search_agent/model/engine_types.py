@@ -71,6 +71,11 @@ class EngineConfig:
     retry_after_s: Retry-After sent with a 429.
     prefills_per_step: Most prefill-mode forwards between two decode calls
       (so a burst of long prompts does not stall decoding).
+    prefill_chunk: Chunked prefill. When > 0, a prompt that would take a
+      prefill-mode forward is instead appended to its slot's context by
+      extend forwards, at most this many tokens (over all such prompts)
+      between two decode blocks, so running decodes wait for one chunk, not
+      for a whole long prompt. 0 prefills it in one forward.
   """
 
   slots: int = 8
@@ -82,6 +87,7 @@ class EngineConfig:
   max_queue: int = 256
   retry_after_s: float = 1.0
   prefills_per_step: int = 2
+  prefill_chunk: int = 0
 
   @property
   def max_extend(self) -> int:
@@ -95,6 +101,8 @@ class EngineConfig:
   def __post_init__(self):
     if min(self.slots, self.max_new_tokens, self.max_chunk) < 1:
       raise RequestError('slots, max_new_tokens and max_chunk must be >= 1')
+    if self.prefill_chunk < 0:
+      raise RequestError(f'prefill_chunk {self.prefill_chunk} must be >= 0')
     if self.ring_len > self.max_context:
       raise RequestError(
           f'max_new_tokens + max_chunk = {self.ring_len} must be <='

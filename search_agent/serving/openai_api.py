@@ -207,9 +207,9 @@ def add_routes(
           400, 'echo with logprobs is not supported (no prompt logprobs)'
       )
     _top_logprobs(obj)
-    head = prompt if isinstance(prompt, str) else prompts.decode(ids)
     kw = _sampling(dict(obj, logprobs=None), ())
-    results = await _run_n(engine, run, ids, kw)
+    results = await _run_n(engine, run, ids, kw)  # checks the ids
+    head = prompt if isinstance(prompt, str) else prompts.decode(ids)
     choices = []
     for i, r in enumerate(results):
       toks = [prompts.decode([t]) for t in r.token_ids]
