@@ -188,6 +188,11 @@ class Engine:
       )
     if not 0 < r.top_p <= 1:
       raise T.RequestError(f'top_p {r.top_p} must be in (0, 1]')
+    if not 0 <= r.top_logprobs <= self.core.top_logprobs:
+      raise T.RequestError(
+          f'top_logprobs {r.top_logprobs} not in [0,'
+          f" {self.core.top_logprobs}] (the engine's top_logprobs)"
+      )
     if r.stop_strings and self.decode_fn is None:
       raise T.RequestError('stop_strings need a tokenizer on the server')
 

@@ -57,6 +57,7 @@ class Run:
     self.tokens: list[int] = []
     self.logprobs: list[float] = []
     self.versions: list[int] = []
+    self.top: list[tuple[tuple[int, float], ...]] = []
     self.step_routes: list[np.ndarray] = []
     self.prompt_routes: np.ndarray | None = None
     # Chunked prefill: prompt tokens still to append (None: decoding), and
@@ -83,6 +84,11 @@ class Run:
       self.tokens.append(int(out.tokens_bk[b, s]))
       self.logprobs.append(float(out.logprobs_bk[b, s]))
       self.versions.append(version)
+      if n := self.req.top_logprobs:
+        self.top.append(tuple(zip(
+            out.top_ids_bkn[b, s, :n].tolist(),
+            out.top_logprobs_bkn[b, s, :n].tolist(),
+        )))  # fmt: skip
       if engine.is_stop(self.tokens, self.req):
         return 'stop'
       if len(self.tokens) >= self.req.max_new_tokens:
@@ -108,6 +114,7 @@ class Run:
         routed_experts=routes,
         routed_from=routed_from,
         request_id=self.rid,
+        top_logprobs=tuple(self.top),
     )
 
 

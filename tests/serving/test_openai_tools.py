@@ -122,12 +122,34 @@ def test_served_tools_top_logprobs_and_echo(server):
   assert 'King of Lotharingia' in prompt
   for kw, field in (
       (dict(tools=[TOOL], tool_choice='required'), 'tool_choice'),
-      (dict(logprobs=True, top_logprobs=2), 'top_logprobs'),
+      (dict(logprobs=True, top_logprobs=6), 'top_logprobs'),
+      (dict(top_logprobs=2), 'top_logprobs'),
   ):
     with pytest.raises(openai.BadRequestError, match=field):
       client.chat.completions.create(
           model='tiny', messages=MESSAGES, max_tokens=2, **kw
       )
+  # top_logprobs: the most likely tokens, the greedy pick first.
+  r = client.chat.completions.create(
+      model='tiny', messages=MESSAGES, max_tokens=4, temperature=0.0,
+      logprobs=True, top_logprobs=3,
+  )  # fmt: skip
+  content = r.choices[0].logprobs.content
+  assert len(content) == 4
+  for entry in content:
+    lps = [a.logprob for a in entry.top_logprobs]
+    assert len(lps) == 3 and lps == sorted(lps, reverse=True)
+    assert abs(lps[0] - entry.logprob) < 1e-5
+  c = client.completions.create(
+      model='tiny', prompt='Lothair II was', max_tokens=3, temperature=0.0,
+      logprobs=2,
+  )  # fmt: skip
+  tops = c.choices[0].logprobs.top_logprobs
+  assert len(tops) == 3 and all(1 <= len(t) <= 2 for t in tops)
+  with pytest.raises(openai.BadRequestError, match='logprobs 6'):
+    client.completions.create(
+        model='tiny', prompt='Lothair', max_tokens=2, logprobs=6
+    )
   c = client.completions.create(
       model='tiny', prompt='Lothair II was', max_tokens=3, temperature=0.0,
       echo=True,
