@@ -53,6 +53,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_queue=1_024,  # waiting requests before 429
       retry_after_s=2.0,
       prefills_per_step=2,
+      # Chunked prefill: a long fresh prompt goes in 1,024 tokens (one
+      # compiled extend width) between decode blocks, so decoding slots
+      # wait for one chunk instead of the whole prompt (0: one forward).
+      prefill_chunk=1_024,
+      # Alternatives per token the OpenAI routes may ask for (top_logprobs);
+      # > 0 adds a top-k over the vocabulary to every decode step.
+      top_logprobs=0,
   )
   # Compile before taking traffic (EngineCore.warmup): every decode batch
   # size and the extends up to max_extend_width tokens; a shape left out
@@ -70,7 +77,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.engine.update(
         slots=8, max_context=2_048, max_new_tokens=256, max_chunk=256,
         prefill_min_tokens=64, steps_per_call=8, max_queue=64,
-        retry_after_s=1.0,
+        retry_after_s=1.0, prefill_chunk=256, top_logprobs=5,
     )  # fmt: skip
     c.warmup.enabled = False  # tests start many tiny servers
     c.host = '127.0.0.1'

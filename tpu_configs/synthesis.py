@@ -58,10 +58,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.max_hops = 3  # longest evidence path
   c.max_graphs = 0  # 0 = every evidence graph
   # Controller (synthesis.controller.ControllerConfig): shortcut probes'
-  # top k; the start page named in a template question may be retrieved.
-  c.controller = ml_collections.ConfigDict(
-      dict(probe_k=3, exempt_named_start=True, max_probes=3)
-  )
+  # top k and how many a question gets.
+  c.controller = ml_collections.ConfigDict(dict(probe_k=3, max_probes=3))
   # Loop budgets (synthesis.loop.LoopConfig); min_solver_calls is the
   # seed's 50 search + visit calls for acceptance.
   c.loop = ml_collections.ConfigDict(
@@ -133,7 +131,6 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.roles.verifier = 'llm'
   elif arg == 'iris':
     c.mode = 'iris'
-    c.controller.exempt_named_start = False
   elif arg != 'recipe':
     raise ValueError(f'unknown variant {arg!r}; use tiny|recipe|rl_pool|iris')
   return c

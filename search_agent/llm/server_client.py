@@ -13,6 +13,12 @@ session goes to the server with the fewest requests in flight from this
 client, and stays there (sticky). Routing records (when asked for) are kept
 per session, so a completion's routing covers its whole prompt.
 
+Release: when a trajectory ends its caller passes its completions to
+`release`, which drops the sessions they ran in (here and with `POST
+/release_session`), so the server stops keeping their KV and a weight push
+recomputes only sessions still in use. A session dropped from this client's
+memory (max_sessions) is released the same way.
+
 Retries: transport errors, timeouts, 429 (after its Retry-After) and 5xx
 are retried with backoff; a prompt over the server's context is
 ContextLengthError; other 4xx raise LLMError.
@@ -85,6 +91,8 @@ class ServerLLM:
     )
     self._transport = transport
     self._clients = weakref.WeakKeyDictionary()
+    self._dropped: list[_Session] = []  # forgotten, not yet released
+    self.released_sessions = 0
 
   def _client(self) -> httpx.AsyncClient:
     loop = asyncio.get_running_loop()
@@ -153,7 +161,9 @@ class ServerLLM:
     session.tokens = prompt + ids
     self._sessions[session.sid] = session
     while len(self._sessions) > self.config.max_sessions:
-      self._sessions.popitem(last=False)
+      self._dropped.append(self._sessions.popitem(last=False)[1])
+    if self._dropped:
+      await self._release(self._dropped)
     versions = out['versions']
     body_ids = ids[:-1] if ids and ids[-1] in self.stop_ids else ids
     return protocol.Completion(
@@ -166,6 +176,39 @@ class ServerLLM:
         prompt_token_ids=prompt,
         prompt_tokens=len(prompt),
     )
+
+  async def release(self, completions: Sequence[protocol.Completion]) -> int:
+    """Releases the sessions whose last call is one of `completions`.
+
+    Call it with every completion of a finished trajectory (a window that
+    slid leaves one session per window). Returns the sessions released.
+    """
+    ends = {
+        tuple(c.prompt_token_ids) + tuple(c.token_ids)
+        for c in completions
+        if c.prompt_token_ids is not None and c.token_ids is not None
+    }
+    done = [s for s in self._sessions.values() if s.tokens in ends]
+    for s in done:
+      del self._sessions[s.sid]
+    return await self._release(done)
+
+  async def _release(self, sessions: list[_Session]) -> int:
+    """`POST /release_session` for each; 404 (evicted already) is fine."""
+    gone = {id(s) for s in sessions}
+    self._dropped = [s for s in self._dropped if id(s) not in gone]
+    n = 0
+    for s in sessions:
+      try:
+        resp = await self._client().post(
+            s.url.rstrip('/') + '/release_session', json={'session_id': s.sid}
+        )
+      except httpx.HTTPError:
+        self._dropped.append(s)  # retried with the next release
+        continue
+      n += resp.status_code in (200, 404)
+    self.released_sessions += n
+    return n
 
   def _routes(self, session, out, prompt, ids):
     if 'routed_experts' not in out:

@@ -11,13 +11,20 @@ idle slot sharing the longest prefix) computes only the tokens after the
 common prefix: all but the last in one extend forward (batched with the
 other requests placed in the same round), the last one in its first decode
 step. A fresh prompt of at least prefill_min_tokens is prefilled in one
-prefill-mode forward instead. Sessions are evicted least recently used when
-a request needs a slot and none is free.
+prefill-mode forward instead, or, with `prefill_chunk` set (chunked
+prefill), appended by extend forwards of at most prefill_chunk tokens, one
+round between two decode blocks: the slot decodes once its prompt is in,
+and the slots already decoding wait for one chunk per block instead of for
+the whole prompt. Sessions are evicted least recently used when a request
+needs a slot and none is free.
 
 Weights change only between blocks, so every token is computed by one
 version; `update_weights` either aborts the requests in flight (they return
 what they generated, finish_reason 'abort') or lets them finish first, then
-swaps and recomputes every cached session's KV under the new weights.
+swaps and recomputes the KV of every live session (cached, not released)
+under the new weights; anonymous cached prefixes are dropped instead.
+Clients release a session when its trajectory ends (`release`), so a push
+recomputes only the contexts that will be continued.
 """
 
 import collections
@@ -173,10 +180,18 @@ class Engine:
       raise T.RequestError(
           f'max_new_tokens {r.max_new_tokens} not in [1, {c.max_new_tokens}]'
       )
-    if r.temperature < 0 or not 0 < r.top_p <= 1:
+    t = r.temperature
+    if not (t == 0 or T.MIN_TEMPERATURE <= t <= T.MAX_TEMPERATURE):
+      raise T.RequestError(  # NaN fails the test too
+          f'temperature {t} must be 0 (greedy) or in'
+          f' [{T.MIN_TEMPERATURE}, {T.MAX_TEMPERATURE}]'
+      )
+    if not 0 < r.top_p <= 1:
+      raise T.RequestError(f'top_p {r.top_p} must be in (0, 1]')
+    if not 0 <= r.top_logprobs <= self.core.top_logprobs:
       raise T.RequestError(
-          f'temperature {r.temperature} must be >= 0 and top_p {r.top_p} in'
-          ' (0, 1]'
+          f'top_logprobs {r.top_logprobs} not in [0,'
+          f" {self.core.top_logprobs}] (the engine's top_logprobs)"
       )
     if r.stop_strings and self.decode_fn is None:
       raise T.RequestError('stop_strings need a tokenizer on the server')
@@ -205,7 +220,8 @@ class Engine:
         continue
       if self._drain is None:
         self._place_waiting()
-      if any(s.run for s in self.slots):
+      self._advance_chunks()
+      if any(s.run and s.run.pending is None for s in self.slots):
         self._block()
     self._abort(None)
 
@@ -230,6 +246,7 @@ class Engine:
       slot = engine_slots.session_slot(self.slots, arg)
       if slot is None:
         raise T.UnknownIdError(f'no cached session {arg!r}')
+      self.stats.released_sessions += 1
       if slot.run is None:
         slot.clear()
       else:
@@ -248,15 +265,26 @@ class Engine:
     params, version, done, box = self._drain
     self._drain = None
     self.params, self.version = params, version
-    recomputed = 0
+    recomputed = sessions = 0
     for s in self.slots:
-      if s.ctx:
+      if s.ctx and s.session is None:
+        s.clear()  # an anonymous prefix: recomputed only if asked for again
+      elif s.ctx:
         s.routes = self.core.prefill(self.params, s.ctx)
         self.core.install(s.index, len(s.ctx))
         recomputed += len(s.ctx)
+        sessions += 1
     self.stats.recomputed_tokens += recomputed
+    self.stats.recomputed_sessions += sessions
+    self.stats.last_push_recomputed_tokens = recomputed
     self.stats.weight_updates += 1
-    box.append({'version': version, 'recomputed_tokens': recomputed})
+    box.append(
+        {
+            'version': version,
+            'recomputed_tokens': recomputed,
+            'recomputed_sessions': sessions,
+        }
+    )
     done.set()
 
   def _abort(self, ids, only_running: bool = False) -> None:
@@ -287,13 +315,16 @@ class Engine:
       slot = engine_slots.choose_slot(self.slots, run.req)
       if slot is None:
         continue  # its session's slot is busy: a later request may fit
-      if self._plan(slot, run):
+      if self._plan(slot, run) and not self.config.prefill_chunk:
         if prefills >= self.config.prefills_per_step:
           break
         prefills += 1
       with self._lock:
         self._waiting.remove(run)
-      self._start(slot, run, run.prefill)
+      if run.prefill and self.config.prefill_chunk:
+        self._start_chunked(slot, run)
+      else:
+        self._start(slot, run, run.prefill)
     self._flush_extends()
 
   def _flush_extends(self) -> None:
@@ -353,18 +384,7 @@ class Engine:
       slot.ctx = ids[:-1]
       run.forced = ids[-1:]
     else:
-      source = slot if run.donor is None else run.donor
-      if any(run.donor is s for s, *_ in self._extends):
-        self._flush_extends()  # the donor's context is not complete yet
-      if run.donor is not None:
-        self.core.copy_context(run.donor.index, slot.index, run.keep)
-      else:
-        self.core.admit(slot.index, run.keep)
-      run.base_routes = engine_slots.head(source.routes, run.keep)
-      slot.routes = run.base_routes
-      self.stats.reused_tokens += run.keep
-      self.stats.copied_tokens += run.keep if run.donor is not None else 0
-      run.routed_from = run.keep
+      self._keep_context(slot, run)
       chunk = ids[run.keep : -1]
       if chunk:  # appended in one forward by _flush_extends
         self._extends.append((slot, run, run.keep, chunk))
@@ -377,13 +397,81 @@ class Engine:
     slot.run, slot.session = run, run.req.session_id
     slot.last_used = time.monotonic()
 
+  def _keep_context(self, slot, run) -> None:
+    """Slot's context becomes run.keep entries: its own, or the donor's."""
+    source = slot if run.donor is None else run.donor
+    if any(run.donor is s for s, *_ in self._extends):
+      self._flush_extends()  # the donor's context is not complete yet
+    if run.donor is not None:
+      self.core.copy_context(run.donor.index, slot.index, run.keep)
+    else:
+      self.core.admit(slot.index, run.keep)
+    run.base_routes = engine_slots.head(source.routes, run.keep)
+    slot.routes = run.base_routes
+    self.stats.reused_tokens += run.keep
+    self.stats.copied_tokens += run.keep if run.donor is not None else 0
+    run.routed_from = run.cached = run.keep
+
+  def _start_chunked(self, slot, run) -> None:
+    """Takes the slot; the prompt goes in by `_advance_chunks`."""
+    ids = list(run.req.input_ids)
+    self._keep_context(slot, run)
+    slot.ctx = ids[: run.keep]  # grows as chunks land
+    run.pending, run.chunk_routes = ids[run.keep : -1], []
+    slot.run, slot.session = run, run.req.session_id
+    slot.last_used = time.monotonic()
+    if not run.pending:
+      self._decode_from_here(slot, run)
+
+  def _advance_chunks(self) -> None:
+    """Appends one round of prompt chunks (prefill_chunk tokens at most)."""
+    budget, rows = self.config.prefill_chunk, []
+    for s in self.slots:
+      if s.run is not None and s.run.pending and budget > 0:
+        rows.append((s, s.run, s.run.pending[:budget]))
+        budget -= len(rows[-1][2])
+    if not rows:
+      return
+    t0 = time.monotonic()
+    out = self.core.extend(
+        self.params, [(s.index, len(s.ctx), chunk) for s, _, chunk in rows]
+    )
+    self.stats.chunks += 1
+    self.stats.chunked_tokens += sum(len(c) for *_, c in rows)
+    self.stats.extend_padded_tokens += out.padded_tokens
+    self.stats.chunk_seconds += time.monotonic() - t0
+    for (slot, run, chunk), routes in zip(rows, out.routing):
+      slot.ctx = slot.ctx + chunk
+      run.pending = run.pending[len(chunk) :]
+      run.chunk_routes.append(routes)
+      if not run.pending:
+        self._decode_from_here(slot, run)
+
+  def _decode_from_here(self, slot, run) -> None:
+    """The prompt is in: the run decodes from the next block."""
+    parts = run.chunk_routes
+    if parts and all(r is not None for r in parts):
+      run.prompt_routes = np.concatenate(parts)
+      if run.keep == 0:
+        slot.routes = run.prompt_routes
+      elif run.base_routes is not None:
+        slot.routes = np.concatenate([run.base_routes, run.prompt_routes])
+    run.pending, run.chunk_routes = None, []
+    # Blocks ran while the prompt went in, with this slot as a padding row:
+    # clear its ring before it decodes into it.
+    self.core.admit(slot.index, len(slot.ctx))
+    run.forced = list(run.req.input_ids[-1:])
+    self.stats.fed_prompt_tokens += 1
+    run.pos, run.ring_start = len(slot.ctx), self.core.ring
+
   def _block(self) -> None:
     k, n = self.config.steps_per_call, self.config.slots
     forced = np.zeros((n, k), np.int32)
     n_forced, last, pos = (np.zeros(n, np.int32) for _ in range(3))
     seeds = np.zeros(n, np.uint32)
     temps, tops = np.zeros(n, np.float32), np.ones(n, np.float32)
-    for s in self.slots:
+    decoding = [s for s in self.slots if s.run and s.run.pending is None]
+    for s in decoding:
       if r := s.run:
         rem = r.forced[r.fed_forced :][:k]
         forced[s.index, : len(rem)] = rem
@@ -392,12 +480,12 @@ class Engine:
         seeds[s.index] = r.req.seed % 2**32
         temps[s.index], tops[s.index] = r.req.temperature, r.req.top_p
     t0 = time.monotonic()
-    active = [s.index for s in self.slots if s.run]
+    active = [s.index for s in decoding]
     out = self.core.decode_block(
         self.params, forced, n_forced, last, pos, seeds, temps, tops, active
     )
     generated = 0
-    for s in self.slots:
+    for s in decoding:
       if r := s.run:
         before = len(r.tokens)
         reason = r.consume(out, s.index, k, self.version, self)

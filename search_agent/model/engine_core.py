@@ -51,11 +51,17 @@ class BlockOut:
     tokens_bk: Sampled token after each step.
     logprobs_bk: Its sampling log-probability.
     routing_bkle: Experts each fed token was routed to, or None.
+    top_ids_bkn: The n most likely tokens at each step (n = the core's
+      top_logprobs), or None when it is 0.
+    top_logprobs_bkn: Their log-probabilities, under the distribution the
+      sampled token's is under.
   """
 
   tokens_bk: np.ndarray
   logprobs_bk: np.ndarray
   routing_bkle: np.ndarray | None
+  top_ids_bkn: np.ndarray | None = None
+  top_logprobs_bkn: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +95,7 @@ class EngineCore:
       steps_per_call: int,
       max_extend: int | None = None,
       extend_budget: int = 2048,
+      top_logprobs: int = 0,
       devices: list[jax.Device] | None = None,
   ):
     devices = devices or jax.devices()
@@ -100,6 +107,7 @@ class EngineCore:
     self.slots, self.max_context, self.ring_len = slots, max_context, ring_len
     self.ring = 0  # the AR ring entry the next decode step writes (all rows)
     self.steps = steps_per_call
+    self.top_logprobs = top_logprobs  # alternatives per step (0: none)
     max_extend = max_extend or ring_len
     cfg = dataclasses.replace(cfg, max_target_length=max_context + ring_len)
     self.record_routing = cfg.supports_replay
@@ -291,19 +299,18 @@ class EngineCore:
             jnp.float32, jnp.float32))
     ]  # fmt: skip
     with self.rules:
-      toks, lps, routing, self.cache = self._block_jit(
+      outs, self.cache = self._block_jit(
           params, self.cache, None if rows is None else jnp.asarray(rows),
           *args,
       )  # fmt: skip
     self.ring = (self.ring + self.steps) % self.ring_len
-    toks, lps = np.asarray(toks), np.asarray(lps)
-    routing = None if routing is None else np.asarray(routing)
+    outs = [None if x is None else np.asarray(x) for x in outs]
     if rows is not None:
-      toks, lps, routing = (
+      outs = [
           None if x is None else _scatter_rows(x, rows, self.slots)
-          for x in (toks, lps, routing)
-      )
-    return BlockOut(toks, lps, routing)
+          for x in outs
+      ]
+    return BlockOut(*outs)
 
   def warmup(self, params, widths=None) -> None:
     """Compiles every decode batch and the extends of `widths` (all).
@@ -471,7 +478,7 @@ class EngineCore:
     for path, x in flat.items():
       axis = _batch_axis(path, self._axes)
       sub[path] = x if axis is None else jnp.take(x, rows, axis=x.ndim + axis)
-    toks, lps, routing, sub = self._steps(
+    outs, sub = self._steps(
         self._decode_modes[rows.shape[0]], params, _unflat(cache, sub),
         forced, n_forced, last, pos0, seeds, temps, top_ps,
     )  # fmt: skip
@@ -487,7 +494,7 @@ class EngineCore:
       else:
         at = (slice(None),) * (x.ndim + axis) + (rows,)
         out[path] = x.at[at].set(sub[path])
-    return toks, lps, routing, _unflat(cache, out)
+    return outs, _unflat(cache, out)
 
   def _steps(self, mode, params, cache, forced, n_forced, last, pos0, seeds,
              temps, top_ps):  # fmt: skip
@@ -525,15 +532,15 @@ class EngineCore:
           logits[:, 0],
       )
       routing = None if routing is None else routing[:, 0]
-      return (cache, tok), (tok, lp, routing)
+      top = (None, None)
+      if self.top_logprobs:
+        top = _top_logprobs(logits[:, 0], temps, self.top_logprobs)
+      return (cache, tok), (tok, lp, routing, *top)
 
-    (cache, _), (toks, lps, routing) = jax.lax.scan(
-        step, (cache, last), jnp.arange(self.steps)
-    )
-    toks, lps = toks.T, lps.T
-    if routing is not None:
-      routing = jnp.swapaxes(routing, 0, 1)
-    return toks, lps, routing, cache
+    (cache, _), outs = jax.lax.scan(step, (cache, last), jnp.arange(self.steps))
+    # [steps, rows, ...] -> [rows, steps, ...]
+    outs = tuple(None if x is None else jnp.swapaxes(x, 0, 1) for x in outs)
+    return outs, cache
 
 
 def _draw_full(key, logits_v, temp):
@@ -549,6 +556,15 @@ def _draw_full(key, logits_v, temp):
       greedy, jnp.argmax(logits_v), jax.random.categorical(key, scaled)
   )
   return tok.astype(jnp.int32), logp[tok]
+
+
+def _top_logprobs(logits_bv, temps_b, n: int):
+  """(top_ids [b, n], their logprobs [b, n]) under softmax(logits / T), the
+  raw model distribution at T <= 0 (as the sampled token's logprob)."""
+  logits_bv = logits_bv.astype(jnp.float32)
+  t = jnp.where(temps_b <= 0, 1.0, temps_b)[:, None]
+  lps, ids = jax.lax.top_k(jax.nn.log_softmax(logits_bv / t, axis=-1), n)
+  return ids.astype(jnp.int32), lps
 
 
 _RING = ('cached_ar_key', 'cached_ar_value', 'cache_ar_segment_id',

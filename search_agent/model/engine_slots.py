@@ -57,8 +57,13 @@ class Run:
     self.tokens: list[int] = []
     self.logprobs: list[float] = []
     self.versions: list[int] = []
+    self.top: list[tuple[tuple[int, float], ...]] = []
     self.step_routes: list[np.ndarray] = []
     self.prompt_routes: np.ndarray | None = None
+    # Chunked prefill: prompt tokens still to append (None: decoding), and
+    # the routing of the chunks appended so far.
+    self.pending: list[int] | None = None
+    self.chunk_routes: list = []
     self.last = 0
     self.pos = self.ring_start = 0
 
@@ -79,6 +84,11 @@ class Run:
       self.tokens.append(int(out.tokens_bk[b, s]))
       self.logprobs.append(float(out.logprobs_bk[b, s]))
       self.versions.append(version)
+      if n := self.req.top_logprobs:
+        self.top.append(tuple(zip(
+            out.top_ids_bkn[b, s, :n].tolist(),
+            out.top_logprobs_bkn[b, s, :n].tolist(),
+        )))  # fmt: skip
       if engine.is_stop(self.tokens, self.req):
         return 'stop'
       if len(self.tokens) >= self.req.max_new_tokens:
@@ -104,6 +114,7 @@ class Run:
         routed_experts=routes,
         routed_from=routed_from,
         request_id=self.rid,
+        top_logprobs=tuple(self.top),
     )
 
 
@@ -169,7 +180,13 @@ class Stats:
   prefill_seconds: float = 0.0  # prefill-mode forwards and installs
   reused_tokens: int = 0  # prompt tokens whose cached KV was kept
   copied_tokens: int = 0  # of those, copied from another session's slot
+  chunked_tokens: int = 0  # prompt tokens appended by chunked prefill
+  chunks: int = 0  # chunked-prefill forwards
+  chunk_seconds: float = 0.0
   recomputed_tokens: int = 0  # session KV recomputed after weight swaps
+  recomputed_sessions: int = 0  # sessions those tokens belonged to
+  last_push_recomputed_tokens: int = 0  # recomputed by the newest swap
+  released_sessions: int = 0  # sessions their clients released
   blocks: int = 0
   block_seconds: float = 0.0
   weight_updates: int = 0

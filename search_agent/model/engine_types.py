@@ -10,6 +10,10 @@ import dataclasses
 from typing import Any, Callable
 
 FINISH_REASONS = ('stop', 'length', 'abort')
+# A positive temperature below MIN is refused: it samples as greedy (0)
+# would, and near 1e-38 it scales float32 logits to inf (NaN logprobs).
+# Above MAX the distribution is uniform to float32 precision.
+MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-5, 1e4
 
 
 class EngineError(ValueError):
@@ -67,6 +71,14 @@ class EngineConfig:
     retry_after_s: Retry-After sent with a 429.
     prefills_per_step: Most prefill-mode forwards between two decode calls
       (so a burst of long prompts does not stall decoding).
+    top_logprobs: Most alternatives a request may ask for per generated
+      token (OpenAI `top_logprobs`); when > 0 every decode step computes
+      this many (a top-k over the vocabulary per row), 0 computes none.
+    prefill_chunk: Chunked prefill. When > 0, a prompt that would take a
+      prefill-mode forward is instead appended to its slot's context by
+      extend forwards, at most this many tokens (over all such prompts)
+      between two decode blocks, so running decodes wait for one chunk, not
+      for a whole long prompt. 0 prefills it in one forward.
   """
 
   slots: int = 8
@@ -78,6 +90,8 @@ class EngineConfig:
   max_queue: int = 256
   retry_after_s: float = 1.0
   prefills_per_step: int = 2
+  prefill_chunk: int = 0
+  top_logprobs: int = 0
 
   @property
   def max_extend(self) -> int:
@@ -91,6 +105,8 @@ class EngineConfig:
   def __post_init__(self):
     if min(self.slots, self.max_new_tokens, self.max_chunk) < 1:
       raise RequestError('slots, max_new_tokens and max_chunk must be >= 1')
+    if self.prefill_chunk < 0 or self.top_logprobs < 0:
+      raise RequestError('prefill_chunk and top_logprobs must be >= 0')
     if self.ring_len > self.max_context:
       raise RequestError(
           f'max_new_tokens + max_chunk = {self.ring_len} must be <='
@@ -112,6 +128,8 @@ class GenerateRequest:
     seed: Sampling seed (token i uses fold_in(seed, its position)).
     session_id: Keeps this context's KV for the session's next turn.
     request_id: For /abort; unique among requests in flight.
+    top_logprobs: Most likely alternatives to return per generated token
+      (at most the engine's top_logprobs).
   """
 
   input_ids: tuple[int, ...]
@@ -123,6 +141,7 @@ class GenerateRequest:
   seed: int = 0
   session_id: str | None = None
   request_id: str | None = None
+  top_logprobs: int = 0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -140,6 +159,8 @@ class GenerateResult:
       None when the model does not record routing.
     routed_from: Index in input_ids where routed_experts starts.
     request_id: The request's id.
+    top_logprobs: Per generated token, its request's top_logprobs most
+      likely (token, logprob) pairs, most likely first; () when not asked.
   """
 
   token_ids: tuple[int, ...]
@@ -150,6 +171,7 @@ class GenerateResult:
   routed_experts: Any
   routed_from: int
   request_id: str
+  top_logprobs: tuple[tuple[tuple[int, float], ...], ...] = ()
 
 
 Callback = Callable[[GenerateResult | BaseException], None]

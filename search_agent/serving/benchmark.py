@@ -3,6 +3,9 @@
   JAX_PLATFORMS=cpu python -m search_agent.serving.benchmark \
       --trajectories=32 --turns=5
 
+  JAX_PLATFORMS=cpu python -m search_agent.serving.benchmark \
+      --scenario=long_prefill --long_prompt=1536 --prefill_chunk=256
+
 Both run the tiny MoE (random weights, one CPU device) behind the llm
 protocol: the server over HTTP through the token-exact ServerLLM (sessions
 keep their KV between turns), the sampler through SamplerLLM (concurrent
@@ -11,6 +14,13 @@ padded to max_prompt_len). Printed: generated tokens/s, mean time per
 trajectory, prompt tokens computed (prefill) against the prompt tokens sent,
 and tokens/s at concurrency 1, 8 and the full count. Sampling: temperature
 1.0, top-p 1.0 (RL settings).
+
+`--scenario=long_prefill` measures what a fresh long prompt costs the
+requests already decoding, on the engine alone: `--decoding` requests
+decode while one prompt of `--long_prompt` random tokens arrives, once
+prefilled in one forward and once chunked (`--prefill_chunk`). Printed per
+mode: the gaps between decode blocks before and while the prompt goes in
+(the worst is the decode stall) and the prompt's time to its first token.
 """
 
 import json
@@ -22,6 +32,7 @@ from absl import app
 from absl import flags
 import httpx
 import jax
+import numpy as np
 
 from search_agent.agent import chat_prompts
 from search_agent.agent import tokenizer as tokenizer_lib
@@ -47,6 +58,14 @@ _OBS = flags.DEFINE_list('obs_range', ['64', '128'], 'Observation tokens.')
 _STEPS = flags.DEFINE_integer('steps_per_call', 8, 'Server decode steps.')
 _SWEEP = flags.DEFINE_list('concurrency', ['1', '8'], 'Extra sweep points.')
 _PORT = flags.DEFINE_integer('port', 8911, 'Server port.')
+_SCENARIO = flags.DEFINE_enum(
+    'scenario', 'workload', ['workload', 'long_prefill'], 'What to measure.'
+)
+_LONG = flags.DEFINE_integer('long_prompt', 1536, 'long_prefill: prompt.')
+_DECODING = flags.DEFINE_integer('decoding', 4, 'long_prefill: decoders.')
+_PREFILL_CHUNK = flags.DEFINE_integer(
+    'prefill_chunk', 256, "long_prefill: the chunked mode's chunk."
+)
 _CHUNK = flags.DEFINE_integer(
     'max_chunk',
     0,
@@ -156,11 +175,80 @@ def _sampler(cfg, layout, params, tok, max_ctx) -> dict:
   return out
 
 
+def _gaps(times: list[float]) -> dict[str, float]:
+  gaps = sorted(b - a for a, b in zip(times, times[1:]))
+  if not gaps:
+    return {'blocks': len(times)}
+  return {
+      'blocks': len(times),
+      'gap_median_ms': round(1e3 * gaps[len(gaps) // 2], 1),
+      'gap_max_ms': round(1e3 * gaps[-1], 1),
+  }
+
+
+def _long_prefill(cfg, layout, params, chunk: int) -> dict:
+  """Decode block gaps while one long fresh prompt goes in (see above)."""
+  n_long, out_len = _LONG.value, 256
+  ecfg = engine_types.EngineConfig(
+      slots=_DECODING.value + 1, max_context=n_long + 2 * out_len + 64,
+      max_new_tokens=out_len, max_chunk=256, prefill_min_tokens=64,
+      steps_per_call=_STEPS.value, prefill_chunk=chunk,
+  )  # fmt: skip
+  core = engine_core.EngineCore(
+      cfg, layout, slots=ecfg.slots, max_context=ecfg.max_context,
+      ring_len=ecfg.ring_len, steps_per_call=ecfg.steps_per_call,
+      max_extend=ecfg.max_extend, devices=jax.devices()[:1],
+  )  # fmt: skip
+  core.warmup(core.place_params(params))
+  engine = engine_lib.Engine(core, ecfg, vocab_size=cfg.vocab_size)
+  engine.start(params, 0)
+  rng = np.random.default_rng(0)
+  ids = lambda n: tuple(int(x) for x in rng.integers(10, cfg.vocab_size, n))  # pylint: disable=g-long-lambda
+  req = lambda p, n: engine_types.GenerateRequest(input_ids=p, max_new_tokens=n)  # pylint: disable=g-long-lambda
+  try:
+    engine.generate(req(ids(n_long), 1))  # compiles the prefill bucket
+    done = threading.Event()
+    for _ in range(_DECODING.value):
+      engine.submit(req(ids(32), out_len), lambda r: done.set())
+    while engine.stats.generated_tokens < 4 * _STEPS.value * _DECODING.value:
+      time.sleep(0.01)
+    t0 = time.monotonic()
+    engine.generate(req(ids(n_long), 1))
+    t1 = time.monotonic()
+    done.wait(600)
+    ends = [t for t, _ in list(engine.stats.recent)]
+    before = [t for t in ends if t < t0]
+    # The gaps that span the prompt: from the last block before it to the
+    # first after its first token.
+    during = (
+        before[-1:]
+        + [t for t in ends if t >= t0][
+            : 1 + sum(t <= t1 for t in ends if t >= t0)
+        ]
+    )
+    return {
+        'prefill_chunk': chunk,
+        'long_prompt_tokens': n_long,
+        'decoding_requests': _DECODING.value,
+        'long_prompt_first_token_s': round(t1 - t0, 3),
+        'before': _gaps(before),
+        'during': _gaps(during),
+    }
+  finally:
+    engine.close()
+
+
 def main(argv):
   del argv
   logging.getLogger('httpx').setLevel(logging.WARNING)
   cfg = families.model_preset('tiny')
   layout = families.layout_preset('fsdp')
+  if _SCENARIO.value == 'long_prefill':
+    model = maxtext_model.build(cfg, layout, devices=jax.devices()[:1])
+    rows = [_long_prefill(cfg, layout, model.params, c)
+            for c in (0, _PREFILL_CHUNK.value)]  # fmt: skip
+    print(json.dumps({'long_prefill': rows}, indent=1))
+    return
   max_ctx = _PROMPT.value + _TURNS.value * (
       int(_OUT.value[1]) + int(_OBS.value[1])
   )

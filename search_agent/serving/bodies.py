@@ -6,6 +6,7 @@ value.
 """
 
 import json
+import math
 from typing import Any
 
 from search_agent.model import engine_types as T
@@ -51,7 +52,11 @@ def check_fields(obj: dict, allowed: tuple[str, ...], where: str = 'body'):
 
 
 def get(obj: dict, key: str, kind, default=None, *, required=False):
-  """obj[key] checked against `kind` (int, float, str, bool, 'ints', 'strs')."""
+  """obj[key] checked against `kind` (int, float, str, bool, 'ints', 'strs').
+
+  A float must be finite: JSON's NaN, Infinity and 1e400 (which Python
+  parses as inf) are refused here, naming the field.
+  """
   if key not in obj or obj[key] is None:
     if required:
       raise BadRequest(400, f'missing field {key!r}')
@@ -72,7 +77,22 @@ def get(obj: dict, key: str, kind, default=None, *, required=False):
         kind, getattr(kind, '__name__', str(kind))
     )
     raise BadRequest(400, f'field {key!r} must be {name}, got {clip(v)}')
-  return float(v) if kind is float else v
+  if kind is float:
+    return finite(key, v)
+  return v
+
+
+def finite(key: str, value: int | float) -> float:
+  """`value` as a finite float, or BadRequest naming `key`."""
+  try:
+    out = float(value)
+  except OverflowError:  # an int past the float range
+    out = math.inf
+  if not math.isfinite(out):
+    raise BadRequest(
+        400, f'field {key!r} must be a finite number, got {clip(value)}'
+    )
+  return out
 
 
 def generate_request(obj: dict) -> T.GenerateRequest:

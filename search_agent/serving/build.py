@@ -74,6 +74,7 @@ def build(c: Mapping[str, Any]) -> Served:
       ring_len=ecfg.ring_len,
       steps_per_call=ecfg.steps_per_call,
       max_extend=ecfg.max_extend,
+      top_logprobs=ecfg.top_logprobs,
       devices=devices,
   )
   version = 0

@@ -3,12 +3,22 @@
   * `POST /v1/chat/completions`: messages rendered by the one renderer
     (agent/chat_prompts.py, generation prompt appended), generation stopped
     at the template's end-of-turn token; `logprobs: true` gives per-token
-    logprobs. Extensions: `choices[i].token_ids` (generated ids, the
-    end-of-turn token included), top-level `prompt_token_ids`, and request
-    fields `session_id`, `request_id`.
+    logprobs, `top_logprobs: N` the N most likely tokens at each position
+    (N at most the engine's `top_logprobs`, 0 in the served config: every
+    decode step then pays a top-k over the vocabulary). `tools` and `tool_choice` ('auto', 'none') are OpenAI function
+    calling (openai_tools.py): the reply's parsed `<tool_call>` blocks come
+    back as `message.tool_calls`, finish_reason 'tool_calls'. Extensions:
+    `choices[i].token_ids` (generated ids, the end-of-turn token included),
+    top-level `prompt_token_ids`, and request fields `session_id`,
+    `request_id`.
   * `POST /v1/completions`: `prompt` as text or token ids; `logprobs: N`
-    gives the chosen tokens' logprobs (no alternatives).
+    gives the chosen tokens' logprobs and the N most likely tokens at each
+    position (N at most the engine's `top_logprobs`); `echo: true` puts the
+    prompt's text before the completion (not with logprobs).
   * `GET /v1/models`.
+Fields the engine cannot honour are a 400 naming them, never ignored:
+more alternatives than the engine computes, `tool_choice` 'required' or a
+named function, `echo` with logprobs, `stream`, non-zero penalties.
 Stop strings end the generation and stay in the text (the llm protocol's
 convention). `n` samples use seeds seed, seed+1, ...
 """
@@ -22,6 +32,7 @@ import fastapi
 
 from search_agent.model import engine_types as T
 from search_agent.serving import bodies
+from search_agent.serving import openai_tools
 
 _COMMON = (
     'model', 'temperature', 'top_p', 'max_tokens', 'max_completion_tokens',
@@ -47,7 +58,11 @@ def _sampling(obj: dict, stop_ids: tuple[int, ...]) -> dict[str, Any]:
   n = bodies.get(obj, 'n', int, 1)
   if not 1 <= n <= 64:
     raise bodies.BadRequest(400, f'n must be in [1, 64], got {n}')
+  top = bodies.get(obj, 'top_logprobs', int, 0)
+  if top and not bodies.get(obj, 'logprobs', bool, False):
+    raise bodies.BadRequest(400, 'top_logprobs needs logprobs: true')
   return dict(
+      top_logprobs=top,
       temperature=bodies.get(obj, 'temperature', float, 1.0),
       top_p=bodies.get(obj, 'top_p', float, 1.0),
       max_new_tokens=max_tokens,
@@ -58,6 +73,15 @@ def _sampling(obj: dict, stop_ids: tuple[int, ...]) -> dict[str, Any]:
       request_id=bodies.get(obj, 'request_id', str),
       n=n,
   )
+
+
+def _alternatives(prompts, top) -> list[dict[str, Any]]:
+  """A token's (id, logprob) alternatives as OpenAI chat entries."""
+  return [
+      {'token': (text := prompts.decode([t])), 'logprob': lp,
+       'bytes': list(text.encode())}
+      for t, lp in top
+  ]  # fmt: skip
 
 
 async def _run_n(engine, run, ids, kw) -> list[T.GenerateResult]:
@@ -122,27 +146,32 @@ def add_routes(
       if not isinstance(m.get('content', ''), (str, type(None))):
         raise bodies.BadRequest(400, 'message content must be a string')
     kw = _sampling(obj, stop_ids)
+    tools = openai_tools.requested_tools(obj)
     try:
-      ids = prompts.prompt_ids(
-          [dict(m, content=m.get('content') or '') for m in messages]
-      )
+      ids = prompts.prompt_ids(openai_tools.with_tools(messages, tools))
     except (ValueError, KeyError, TypeError) as e:
       raise bodies.BadRequest(400, f'cannot render the messages: {e}') from e
     want_lp = bodies.get(obj, 'logprobs', bool, False)
     results = await _run_n(engine, run, ids, kw)
     choices = []
     for i, r in enumerate(results):
+      content, calls = openai_tools.reply(decode_body(r.token_ids), tools)
       choice = {
           'index': i,
-          'message': {'role': 'assistant', 'content': decode_body(r.token_ids)},
+          'message': {'role': 'assistant', 'content': content},
           'finish_reason': r.finish_reason,
           'token_ids': list(r.token_ids),
       }
+      if calls:
+        choice['message']['tool_calls'] = calls
+        if r.finish_reason == 'stop':
+          choice['finish_reason'] = 'tool_calls'
       if want_lp:
+        tops = r.top_logprobs or [()] * len(r.token_ids)
         choice['logprobs'] = {'content': [
-            {'token': prompts.decode([t]), 'logprob': lp,
-             'bytes': list(prompts.decode([t]).encode()), 'top_logprobs': []}
-            for t, lp in zip(r.token_ids, r.logprobs)
+            dict(_alternatives(prompts, [(t, lp)])[0],
+                 top_logprobs=_alternatives(prompts, top))
+            for t, lp, top in zip(r.token_ids, r.logprobs, tops)
         ]}  # fmt: skip
       choices.append(choice)
     return {
@@ -177,14 +206,31 @@ def add_routes(
     lp = obj.get('logprobs')
     if lp is not None and (not isinstance(lp, int) or isinstance(lp, bool)):
       raise bodies.BadRequest(400, f'logprobs must be an int, got {lp!r:.40}')
+    if lp is not None and not 0 <= lp <= engine.core.top_logprobs:
+      raise bodies.BadRequest(
+          400,
+          f'logprobs {lp} not in [0, {engine.core.top_logprobs}] (the'
+          " engine's top_logprobs: the alternatives it computes)",
+      )
+    echo = bodies.get(obj, 'echo', bool, False)
+    if echo and lp is not None:
+      raise bodies.BadRequest(
+          400, 'echo with logprobs is not supported (no prompt logprobs)'
+      )
+    if bodies.get(obj, 'top_logprobs', int, 0):
+      raise bodies.BadRequest(
+          400, 'top_logprobs is a chat field; send logprobs: N here'
+      )
     kw = _sampling(dict(obj, logprobs=None), ())
-    results = await _run_n(engine, run, ids, kw)
+    kw['top_logprobs'] = lp or 0  # alternatives per token
+    results = await _run_n(engine, run, ids, kw)  # checks the ids
+    head = prompt if isinstance(prompt, str) else prompts.decode(ids)
     choices = []
     for i, r in enumerate(results):
       toks = [prompts.decode([t]) for t in r.token_ids]
       choice = {
           'index': i,
-          'text': prompts.decode(list(r.token_ids)),
+          'text': (head if echo else '') + prompts.decode(list(r.token_ids)),
           'finish_reason': r.finish_reason,
           'token_ids': list(r.token_ids),
           'logprobs': None,
@@ -194,7 +240,11 @@ def add_routes(
         choice['logprobs'] = {
             'tokens': toks,
             'token_logprobs': list(r.logprobs),
-            'top_logprobs': None,
+            'top_logprobs': [
+                {prompts.decode([t]): x for t, x in top}
+                for top in r.top_logprobs
+            ]
+            or None,
             'text_offset': offsets,
         }
       choices.append(choice)

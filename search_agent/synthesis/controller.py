@@ -9,14 +9,17 @@ In order, the first failure returns a proposal to the generator:
   uniqueness   the named start resolves to one page (its mention key is
                shared by no other title), the answer page's title is
                unambiguous, and every hop is functional in the full claim
-               set;
+               set (an Iris question's steps are distilled relations, not
+               claims of the set, and are not looked up);
   shortcut     simple probe queries built from the question run through
                the real search engine; a probe whose top k holds the
                answer page, or a page directly connected to the answer on
                the path (the page the last claim is read from), sends the
-               question back. The start page named in the question is
-               exempt when `exempt_named_start` (template questions name
-               it by construction; an abstracted question names none).
+               question back (the seed's rule). No page is exempt: a
+               question naming the page its answer is read from is the
+               shortcut itself. A probe the engine cannot run (a query
+               that does not parse) fails the check too: no shortcut was
+               ruled out.
 """
 
 import dataclasses
@@ -28,6 +31,7 @@ from search_agent.corpus.record import Document
 from search_agent.rewards.answer_match import normalize_answer
 from search_agent.search.engine import SearchEngine
 from search_agent.synthesis import entities
+from search_agent.synthesis import iris
 from search_agent.synthesis.records import PageClaim
 from search_agent.synthesis.records import Proposal
 
@@ -40,13 +44,11 @@ class ControllerConfig:
 
   Attributes:
     probe_k: Top-k of each shortcut probe.
-    exempt_named_start: The path's start page may appear in probe results.
     max_probes: Probes per question (question, start name, start + answer
       relation).
   """
 
   probe_k: int = 3
-  exempt_named_start: bool = True
   max_probes: int = 3
 
 
@@ -165,6 +167,8 @@ class Controller:
             reason='the answer name is shared by several pages',
         )
     for c in p.path.claims:
+      if c.extractor.startswith(iris.IRIS_EXTRACTOR + ':'):
+        continue  # an Iris step: a distilled relation, not in the claim set
       if len(self._objects.get((c.subject, c.relation), ())) != 1:
         return Verdict(
             passed=False,
@@ -176,12 +180,7 @@ class Controller:
   def _targets(self, p: Proposal) -> set[str]:
     """Pages whose retrieval by a probe is a shortcut."""
     last = p.path.claims[-1]
-    out = {last.subject}
-    if last.object_doc:
-      out.add(last.object_doc)
-    if self._config.exempt_named_start:
-      out.discard(p.path.start)
-    return out
+    return {last.subject} | ({last.object_doc} - {None})
 
   def check_batch(self, proposals: Sequence[Proposal]) -> list[Verdict]:
     """All checks for a batch; probes of the batch go in one search call."""
@@ -199,14 +198,30 @@ class Controller:
     )
     probe_log: dict[int, list[dict[str, Any]]] = {}
     for i, q, hits in zip(owners, queries, results):
-      ids = [] if isinstance(hits, Exception) else [h.doc_id for h in hits]
-      probe_log.setdefault(i, []).append({'query': q, 'top': ids})
+      entry = {'query': q, 'top': []}
+      if isinstance(hits, Exception):
+        entry['error'] = f'{type(hits).__name__}: {hits}'
+      else:
+        entry['top'] = [h.doc_id for h in hits]
+      probe_log.setdefault(i, []).append(entry)
     out = []
     for i, (p, v) in enumerate(zip(proposals, verdicts)):
       if v is not None:
         out.append(v)
         continue
       log = tuple(probe_log.get(i, ()))
+      failed = next((x for x in log if 'error' in x), None)
+      if failed:
+        out.append(
+            Verdict(
+                passed=False,
+                failed='shortcut',
+                reason=f'probe {failed["query"]!r} could not run'
+                f' ({failed["error"][:200]}); rephrase the question',
+                probes=log,
+            )
+        )
+        continue
       targets = self._targets(p)
       hit = next((x for x in log if targets & set(x['top'])), None)
       if hit:

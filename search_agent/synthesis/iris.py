@@ -25,7 +25,12 @@ from search_agent.synthesis import entities
 from search_agent.synthesis import prompting
 from search_agent.synthesis import roles
 from search_agent.synthesis import templates
+from search_agent.synthesis.records import PageClaim
+from search_agent.synthesis.records import Path
 from search_agent.synthesis.records import Proposal
+
+IRIS_EXTRACTOR = 'iris'  # PageClaim.extractor prefix of a question's steps
+_SENTENCE = re.compile(r'[^.!?\n]+[.!?]?')
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -83,6 +88,16 @@ def coupled(path) -> bool:
     }:
       return False
   return True
+
+
+def passage_for(text: str, *names: str) -> str:
+  """The first sentence of `text` naming one of `names` ('' if none)."""
+  keys = [f' {normalize_answer(n)} ' for n in names if normalize_answer(n)]
+  for m in _SENTENCE.finditer(text):
+    sentence = m.group(0).strip()
+    if any(k in f' {normalize_answer(sentence)} ' for k in keys):
+      return sentence
+  return ''
 
 
 def _relations(reply) -> list[dict[str, str]]:
@@ -174,6 +189,48 @@ class IrisGenerator:
         if normalize_answer(entities.display_name(n)) not in answer_forms
     }
 
+  def _question_path(self, graph, steps, rels, pages) -> Path:
+    """The question's own reasoning path, as claims read from seed pages.
+
+    Steps are ordered to end at the answer; each is read from the page its
+    distilled relation came from, with the first sentence there naming its
+    object (or subject) as passage. The last step's object page is the
+    answer page when the answer is one of its ends.
+    """
+    key = lambda x: normalize_answer(str(x))  # pylint: disable=g-long-lambda
+    answer = key(graph.answer)
+    ends = lambda st: (key(st.get('subject')), key(st.get('object')))  # pylint: disable=g-long-lambda
+    if answer in ends(steps[0]) and answer not in ends(steps[-1]):
+      steps = steps[::-1]
+    by_title = {self._docs[p].title: p for p in pages}
+    by_name = {
+        key(entities.display_name(self._docs[p].title)): p for p in pages
+    }
+    page_of = {
+        (key(r['subject']), key(r['object'])): by_title[r['page']]
+        for r in rels
+        if r.get('page') in by_title
+    }
+    claims = []
+    for i, step in enumerate(steps):
+      doc = page_of[ends(step)]
+      object_doc = by_name.get(key(step['object']))
+      if i == len(steps) - 1 and graph.answer_doc and answer in ends(step):
+        object_doc = graph.answer_doc
+      claims.append(
+          PageClaim(
+              subject=doc,
+              relation=str(step.get('relation') or ''),
+              object=str(step['object']),
+              object_doc=object_doc,
+              passage=passage_for(
+                  self._docs[doc].text, step['object'], step['subject']
+              ),
+              extractor=f'{IRIS_EXTRACTOR}:{self.llm.name}',
+          )
+      )
+    return Path(claims=tuple(claims))
+
   async def propose(self, graph, revision, feedback):
     k = self._config.min_relations
     pages, titles, rels = await self._distill(graph)
@@ -195,6 +252,7 @@ class IrisGenerator:
       return self._reject(graph, revision, 'reasoning_path',
                           f'needs >= {k} coupled relations of the entity'
                           ' graph', dict(base, question=question))  # fmt: skip
+    own = self._question_path(graph, path, rels, pages)
     names = self._non_answer_names(graph, authored, rels, titles)
     facts = '\n'.join(
         f'- {n}: ' + '; '.join(f'{r["relation"]} {r["object"]}' for r in rels
@@ -212,11 +270,13 @@ class IrisGenerator:
     if not final or left:
       return self._reject(graph, revision, 'abstraction',
                           f'entity names survive abstraction: {left}',
-                          dict(meta, abstracted=final))  # fmt: skip
-    return self._proposal(graph, revision, final, meta)
+                          dict(meta, abstracted=final), own)  # fmt: skip
+    return self._proposal(graph, revision, final, meta, own)
 
-  def _proposal(self, graph, revision, question, meta) -> Proposal:
-    path = graph.paths[0]
+  def _proposal(self, graph, revision, question, meta, path=None) -> Proposal:
+    """A proposal over `path`, the question's own (the graph's first path
+    only for a rejection made before the question had one)."""
+    path = path or graph.paths[0]
     title = self._docs[path.answer_doc].title if path.answer_doc else None
     return Proposal(
         id=roles.proposal_id(graph.id, revision, question or f'rej{revision}'),
@@ -230,11 +290,11 @@ class IrisGenerator:
         meta=meta,
     )
 
-  def _reject(self, graph, revision, check, reason, meta) -> Proposal:
+  def _reject(self, graph, revision, check, reason, meta, path=None):
     meta = dict(meta, rejected=check, reason=reason)
     shown = meta.get('abstracted') or meta.get('original_question')
     return self._proposal(
-        graph, revision, shown or meta.get('question', ''), meta
+        graph, revision, shown or meta.get('question', ''), meta, path
     )
 
 
@@ -312,11 +372,11 @@ class DualVerifier:
     return True, f'closed-book wrong in {n}/{n}; solved with evidence'
 
   def _evidence(self, proposal, graph) -> str:
-    passages = [c.passage for p in graph.paths for c in p.claims]
-    pages = proposal.meta.get('pages') or []
-    by_title = {d.title: d for d in self._docs.values()} if pages else {}
+    """The question's own evidence: its steps' passages and pages."""
+    del graph  # its other paths are not what the question asks about
+    passages = [c.passage for c in proposal.path.claims if c.passage]
     texts = [
-        by_title[t].text[: self._config.page_chars]
-        for t in pages if t in by_title
+        self._docs[d].text[: self._config.page_chars]
+        for d in proposal.path.pages if d in self._docs
     ]  # fmt: skip
     return '\n'.join(dict.fromkeys(passages + texts))

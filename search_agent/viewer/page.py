@@ -4,7 +4,8 @@ Static export: the index (every run's summary and light rows) and each
 item's detail are embedded as `<script type="application/json">` blocks
 (details one per item, parsed only when opened, so a 10,000-trajectory run
 opens without parsing every step); long system prompts are stored once in a
-pool. Text of encrypted benchmarks is only ever embedded sealed (see
+pool. The index and the app come first and the details after them, so the
+page renders its list while the browser is still reading the details. Text of encrypted benchmarks is only ever embedded sealed (see
 `static_html`). Server mode embeds the same index and fetches details from the
 server. CSS and JS are the package's assets, inlined.
 """
@@ -126,17 +127,21 @@ def _head(workdir: str) -> str:
   )
 
 
-def _tail(idx: Json) -> str:
+def _app(idx: Json) -> str:
+  """The index and the app, which starts as soon as the parser reaches it."""
   js = '\n'.join((ASSETS / f).read_text(encoding='utf-8') for f in _JS)
   return (
       f'<script type="application/json" id="viewer-index">{dumps(idx)}'
-      f'</script>\n<script>{js}</script></body></html>\n'
+      f'</script>\n<script>{js}</script>\n'
   )
+
+
+_END = '</body></html>\n'
 
 
 def shell(idx: Json) -> str:
   """The page without embedded details (server mode fetches them)."""
-  return _head(idx['workdir']) + _tail(idx)
+  return _head(idx['workdir']) + _app(idx) + _END
 
 
 def static_pieces(
@@ -144,7 +149,7 @@ def static_pieces(
     runs: Sequence[runs_lib.Run],
     canary: str | None = None,
 ) -> Iterator[str]:
-  """The self-contained page, piece by piece (details, then the index).
+  """The self-contained page, piece by piece (the index, then details).
 
   With `canary`, the text of encrypted benchmarks (decrypted in memory to
   build the page) is sealed again with it: the page holds ciphertext only
@@ -152,13 +157,15 @@ def static_pieces(
   """
   yield _head(str(workdir))
   pool: list[str] = []
-  yield from _details(runs, pool, canary)
+  details = list(_details(runs, pool, canary))  # fills the pool
   idx = index(workdir, runs, 'static')
   for run in idx['runs']:
     run['rows'] = [_row(r, canary) for r in run['rows']]
     run['sealed'] = any('sealed' in r for r in run['rows'])
   idx['pool'] = pool
-  yield _tail(idx)
+  yield _app(idx)
+  yield from details
+  yield _END
 
 
 def static_html(

@@ -306,10 +306,10 @@ def test_a_10000_trajectory_run_opens_and_pages(tiny_run, tmp_path, browser):
   print(
       f'10,000 trajectories: export {export_s:.1f} s, {size_mb:.0f} MB, opened in {opened_ms:.0f} ms'
   )
-  # The 2 s target is the printed figure (WORKSPACE.md, Benchmarks: 0.56-1.9
-  # s on the loaded 2 cores); the bound catches a regression (a page that
-  # renders every row, or all 10,000 at once) without failing on load.
-  assert opened_ms < 10_000
+  # The target: the index and the app come before the 63 MB of details, so
+  # the list renders before they are parsed (0.64 s on the loaded 2 cores,
+  # 2.7 s when the details came first: docs/experiments/serving.md).
+  assert opened_ms < 2_000
   assert browser.text('#page-info') == 'page 1 of 200 · 10000 of 10000'
   browser.click('#next-page')
   browser.wait_for(

@@ -112,3 +112,67 @@ def test_errors_and_retries():
     )
   with pytest.raises(protocol.LLMError, match='render'):
     asyncio.run(_llm([]).chat('bad', protocol.SamplingParams()))
+
+
+def _release_server(calls, missing=()):
+  """/generate as in _server; /release_session 404 for `missing` ids."""
+  generate = _server(calls)
+
+  async def handle(request: httpx.Request) -> httpx.Response:
+    if request.url.path == '/release_session':
+      sid = json.loads(await request.aread())['session_id']
+      calls.append(('release', sid))
+      return httpx.Response(404 if sid in missing else 200, json={})
+    return await generate.handle_async_request(request)
+
+  return httpx.MockTransport(handle)
+
+
+def test_release_drops_every_session_of_a_finished_trajectory():
+  calls = []
+  cfg = server_client.ServerConfig(base_urls=('http://a',), backoff_s=0.0)
+  llm = server_client.ServerLLM(
+      cfg, Prompts(), transport=_release_server(calls)
+  )
+  params = protocol.SamplingParams(max_tokens=3)
+
+  async def go():
+    (c1,) = await llm.chat([], params)
+    llm.prompts.next = c1.prompt_token_ids + c1.token_ids + (5,)
+    (c2,) = await llm.chat([], params)  # the next turn: same session
+    llm.prompts.next = (1, 9)  # the window slid: a new session
+    (c3,) = await llm.chat([], params)
+    llm.prompts.next = (4, 4)  # another trajectory, still running
+    (other,) = await llm.chat([], params)
+    return await llm.release([c1, c2, c3]), other
+
+  released, other = asyncio.run(go())
+  sids = [b['session_id'] for u, b in calls if u != 'release']
+  assert sids[0] == sids[1] != sids[2] != sids[3]
+  assert released == 2 and llm.released_sessions == 2
+  assert sorted(s for u, s in calls if u == 'release') == sorted(sids[1:3])
+  (left,) = llm._sessions.values()
+  assert left.tokens == other.prompt_token_ids + other.token_ids
+
+
+def test_forgotten_sessions_are_released_and_404_counts():
+  calls = []
+  cfg = server_client.ServerConfig(
+      base_urls=('http://a',), backoff_s=0.0, max_sessions=1
+  )
+  llm = server_client.ServerLLM(cfg, Prompts(), transport=None)
+  first_sid = []
+
+  async def go():
+    llm._transport = _release_server(calls, missing=first_sid)
+    (c1,) = await llm.chat([], protocol.SamplingParams(max_tokens=3))
+    first_sid.append(next(iter(llm._sessions)))
+    llm.prompts.next = (4, 4)
+    await llm.chat([], protocol.SamplingParams(max_tokens=3))
+    return c1
+
+  asyncio.run(go())
+  # The first session fell out of memory: released (the server had evicted
+  # it already: 404, which counts).
+  assert [s for u, s in calls if u == 'release'] == first_sid
+  assert llm.released_sessions == 1 and len(llm._sessions) == 1

@@ -343,3 +343,60 @@ def test_a_smaller_decode_batch_makes_no_cache_of_its_own(
   assert rows.tolist() == [2] and made
   row_bytes = sum(x.nbytes for x in jax.tree.leaves(core.cache)) / 4
   assert sum(made) < row_bytes / 10
+
+
+@pytest.fixture(scope='module')
+def chunked(tiny_cfg, model1):
+  """The engine with chunked prefill: 16 prompt tokens between blocks."""
+  config = dataclasses.replace(CONFIG, prefill_chunk=16)
+  core = engine_core.EngineCore(
+      tiny_cfg, families.layout_preset('fsdp'), slots=config.slots,
+      max_context=config.max_context, ring_len=config.ring_len,
+      steps_per_call=config.steps_per_call, max_extend=config.max_extend,
+      devices=jax.devices()[:1],
+  )  # fmt: skip
+  e = engine_lib.Engine(core, config, vocab_size=tiny_cfg.vocab_size)
+  e.start(model1.params, version=7)
+  yield e
+  e.close()
+
+
+def test_chunked_prefill_is_exact_and_decodes_between_chunks(
+    engine, chunked, model1
+):
+  # A request decoding while a long prompt goes in, chunk by chunk.
+  box = []
+  chunked.submit(_greedy(PROMPTS[0], 16, request_id='d'), box.append)
+  while not chunked.metrics()['generated_tokens']:  # decoding
+    pass
+  before = chunked.metrics()
+  long = chunked.generate(_greedy(LONG, 12, session_id='c'))
+  after = chunked.metrics()
+  while not box:
+    pass
+  (decoding,) = box
+  # Both are what one-shot prefill (and a lone request) gives.
+  assert (
+      decoding.token_ids == engine.generate(_greedy(PROMPTS[0], 16)).token_ids
+  )
+  want = engine.generate(_greedy(LONG, 12))
+  assert long.token_ids == want.token_ids
+  np.testing.assert_allclose(long.logprobs, want.logprobs, atol=1e-4)
+  np.testing.assert_array_equal(long.routed_experts, want.routed_experts)
+  assert long.routed_from == 0 and long.cached_tokens == 0
+  # 39 prompt tokens in chunks of 16, none in a prefill-mode forward.
+  assert after['chunks'] - before['chunks'] == 3
+  assert after['chunked_tokens'] - before['chunked_tokens'] == len(LONG) - 1
+  assert after['prefill_tokens'] == before['prefill_tokens']
+  # A session turn adding more than max_chunk tokens keeps its context and
+  # chunks only the new tokens.
+  turn2 = LONG + list(long.token_ids) + list(range(500, 530))
+  second = chunked.generate(_greedy(turn2, 8, session_id='c'))
+  assert second.cached_tokens == len(LONG) + len(long.token_ids) - 1
+  ref = engine.generate(_greedy(turn2, 8))
+  assert second.token_ids == ref.token_ids
+  np.testing.assert_allclose(second.logprobs, ref.logprobs, atol=1e-4)
+  _, argmax, out = _full_forward(model1, turn2 + list(second.token_ids))
+  assert tuple(argmax[len(turn2) - 1 :].tolist()) == second.token_ids
+  assert second.routed_from == 0
+  np.testing.assert_array_equal(second.routed_experts, out.routing_bsle[0])

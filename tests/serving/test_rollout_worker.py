@@ -69,6 +69,8 @@ def test_worker_group_through_the_server(server, tiny_index, tmp_path):
   assert group.meta['dropped_inexact'] == 0, group.meta['inexact_reasons']
   assert len(group.trajectories) == 2
   assert group.meta['versions'] == [served.engine.version]
+  # Each finished rollout released its sessions on the server.
+  assert not policy._sessions and policy.released_sessions >= 2
   for scored in group.trajectories:
     tokens = scored.tokens
     gen = [v for v, m in zip(tokens.versions, tokens.loss_mask) if m]

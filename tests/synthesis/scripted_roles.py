@@ -32,7 +32,8 @@ def extractor(messages) -> str:
 
 
 class Generator:
-  """Template-like questions; 'Be precise.' once the critic asked."""
+  """Template-like questions; 'Be precise.' once the critic asked; the
+  start left unnamed once the controller found a shortcut."""
 
   def __init__(self):
     self.answers: dict[str, str] = {}
@@ -44,6 +45,8 @@ class Generator:
         r'Path 1:\n  (.*?) \| (.*?) \| (.*?)  \(source', text
     ).groups()
     q = f'Which page does {subject} have as {rel} in its lead paragraph?'
+    if 'returned:controller:shortcut' in text:
+      q = f'Which page is {rel} in the lead of the page this path starts at?'
     if 'returned:critic' in text:
       q += ' Be precise.'
     self.answers[q] = answer

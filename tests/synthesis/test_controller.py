@@ -94,23 +94,34 @@ def test_probe_retrieving_the_answer_page_is_a_shortcut(prepared, controller):
   assert 'Harold_D._Schuster' in v.reason
 
 
-def test_named_start_is_exempt_only_when_configured(prepared, engine):
+def test_question_naming_the_page_its_answer_is_read_from_is_a_shortcut(
+    prepared, controller
+):
+  # The seed's rule: the probe retrieves the page the answer is read from.
   c = _claim(prepared, 'Frank_Tuttle', 'date_of_birth')
   p = _proposal('When was Frank Tuttle born?', [c])
-  strict = Controller(
-      prepared.docs, prepared.claims, engine,
-      ControllerConfig(exempt_named_start=False),
-  )  # fmt: skip
-  lenient = Controller(prepared.docs, prepared.claims, engine)
-  assert lenient.check_batch([p])[0].passed
-  assert strict.check_batch([p])[0].failed == 'shortcut'
+  (v,) = controller.check_batch([p])
+  assert v.failed == 'shortcut' and 'Frank_Tuttle' in v.reason, v
+
+
+def test_a_probe_that_does_not_parse_fails_the_check(prepared, controller):
+  c1 = _claim(prepared, 'The_Tender_Years', 'director')
+  c2 = _claim(prepared, 'Harold_D._Schuster', 'date_of_birth')
+  long = 'When was the director of the film The Tender Years born' + (
+      ' indeed' * 400
+  )
+  (v,) = controller.check_batch([_proposal(long + '?', [c1, c2])])
+  assert v.failed == 'shortcut' and 'could not run' in v.reason, v
+  assert 'error' in v.probes[0]
 
 
 def test_template_questions_never_contain_their_answer(prepared, controller):
   gen = roles.TemplateGenerator(prepared.docs, prepared.types)
   props = [asyncio.run(gen.propose(g, 0, ())) for g in prepared.graphs[:400]]
   verdicts = controller.check_batch(props)
-  assert sum(v.passed for v in verdicts) > 300
+  # Most 1-hop template questions name the page their answer is read from,
+  # a shortcut the probes catch; the multi-hop ones pass.
+  assert sum(v.passed for v in verdicts) > 30
   for p, v in zip(props, verdicts):
     if v.passed:
       assert p.answer.lower() not in p.question.lower()

@@ -87,3 +87,18 @@ def test_iris_loop_wiring(tmp_path, bundled_index):
     q = e['proposal']['question']
     assert '[v2]' not in q and e['proposal']['meta']['entity_graph']
     assert e['verification']['passed'] == (e['decision'] == 'accepted')
+  # Every task's evidence and claims are its own question's reasoning path.
+  tasks = [json.loads(l) for n in ('train', 'heldout')
+           for l in open(tmp_path / 'w' / f'tasks.{n}.jsonl')]  # fmt: skip
+  assert tasks
+  for t in tasks:
+    gen = t['meta']['generator_meta']
+    steps = gen['reasoning_path']
+    page = {(r['subject'], r['object']): r['page'] for r in gen['entity_graph']}
+    assert sorted((c['relation'], c['object']) for c in t['claims']) == sorted(
+        (s['relation'], s['object']) for s in steps
+    )
+    own_pages = {page[s['subject'], s['object']] for s in steps}
+    answer_page = {t['meta']['answer_page']} - {None}
+    assert set(t['evidence']) == own_pages | answer_page
+    assert {h['subject'] for h in t['meta']['hop_claims']} == own_pages

@@ -68,7 +68,9 @@ def test_tiny_contract(contract_run, prepared):
   assert not split.shared_pages(train, held)
   assert (w / 'tasks.rl.jsonl').read_text() == ''  # rl_fraction 0
   held_hops = [t.meta['hops'] for t in held]
-  assert 0.3 <= held_hops.count(1) / len(held) < 1.0
+  # A mix of hop counts; a 1-hop question that names the page its answer
+  # is read from is a shortcut, so most 1-hop proposals go back.
+  assert 0 < held_hops.count(1) < len(held)
   assert len({t.id for t in train + held}) == len(train) + len(held)
   report = json.loads((w / 'funnel.json').read_text())
   stages = {s['stage']: s['count'] for s in report['funnel']['stages']}
@@ -130,7 +132,7 @@ def test_binary_with_a_configured_solver_policy(tmp_path, bundled_index):
   search = json.dumps({'name': 'search', 'arguments': {'query': ['x']}})
   script = (f'<tool_call>{search}</tool_call>', '<answer>1948</answer>')
   overrides = (
-      '--config.max_graphs=8', '--config.roles.solver=agent',
+      '--config.max_graphs=40', '--config.roles.solver=agent',
       '--config.llm.solver.kind=scripted', '--config.loop.min_solver_calls=1',
       f'--config.llm.solver.script={json.dumps(list(script))}',
   )  # fmt: skip

@@ -92,6 +92,14 @@ def update_record(
       'spliced_rollouts': sum(
           g.meta.get('spliced_rollouts', 0) for g in groups
       ),
+      # Rollout servers: session tokens the weight pushes recomputed, and
+      # sessions released by finished trajectories (server_policy.py).
+      'push_recomputed_tokens': sum(
+          g.meta.get('push_recomputed_tokens', 0) for g in groups
+      ),
+      'released_sessions': sum(
+          g.meta.get('released_sessions', 0) for g in groups
+      ),
       'grad_norm': grad_norm,
       'update_seconds': wall_s,
       'learner_busy_seconds': busy_s,

@@ -158,6 +158,7 @@ class RolloutWorker:
     self.gate, self.abort = gate, abort  # partial rollouts (partial.py)
     self.delivered = 0
     self._attempts: dict[str, int] = {}
+    self._counted: dict[str, int] = {}  # session counters already reported
 
   async def _rollout(self, task, group_id, i):
     policy = self.policy
@@ -166,13 +167,17 @@ class RolloutWorker:
     llm = token_exact.RecordingLLM(policy)
     agent_cfg = dataclasses.replace(self.agent_cfg, seed=_seed(group_id, i))
     agent = react.ReActAgent(llm, agent_cfg)
-    traj = await agent.run(
-        traj_id=f'{group_id}#{i}',
-        task_id=task.id,
-        question=task.question,
-        system_prompt=self.system_text,
-        toolbox=self.toolbox_factory(task),
-    )
+    try:
+      traj = await agent.run(
+          traj_id=f'{group_id}#{i}',
+          task_id=task.id,
+          question=task.question,
+          system_prompt=self.system_text,
+          toolbox=self.toolbox_factory(task),
+      )
+    finally:  # the server stops keeping (and recomputing) its sessions
+      if release := getattr(self.policy, 'release', None):
+        await release(llm.calls)
     if self.gate is not None:
       traj = dataclasses.replace(
           traj, meta={**traj.meta, 'partial': policy.meta()}
@@ -237,8 +242,23 @@ class RolloutWorker:
                 len(t.meta.get('partial', {}).get('spliced_versions', ())) > 1
                 for t, _, _ in outs
             ),
+            **self._new_session_counts(),
         },
     )
+
+  def _new_session_counts(self) -> dict[str, int]:
+    """The policy's session counters since the last group that took them.
+
+    Rollout servers: tokens weight pushes recomputed and sessions released
+    (server_policy.SyncedServerLLM); each count lands in one group only.
+    """
+    counters = getattr(self.policy, 'session_counters', None)
+    if counters is None:
+      return {}
+    now = counters()
+    out = {k: v - self._counted.get(k, 0) for k, v in now.items()}
+    self._counted = now
+    return out
 
   def _record_error(self, item, error: BaseException) -> None:
     line = {

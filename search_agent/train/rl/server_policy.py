@@ -53,6 +53,9 @@ class ServerWeightSync:
   Attributes:
     load_errors: (version, url, message) of every failed push.
     loads: Versions pushed to all servers, in order.
+    recomputed_tokens: Version -> session tokens the servers recomputed
+      when they took it (the push's re-prefill cost; live sessions only,
+      since finished trajectories release theirs).
   """
 
   def __init__(
@@ -67,6 +70,7 @@ class ServerWeightSync:
     self.load_errors: list[tuple[int, str, str]] = []
     self.loads: list[int] = []
     self.versions = {u: -1 for u in self.urls}
+    self.recomputed_tokens: dict[int, int] = {}
     self._lock = threading.Lock()
 
   @property
@@ -98,6 +102,9 @@ class ServerWeightSync:
                   f'HTTP {resp.status_code}: {resp.text[:300]}'
               )
             self.versions[url] = latest
+            self.recomputed_tokens[latest] = self.recomputed_tokens.get(
+                latest, 0
+            ) + int(resp.json().get('recomputed_tokens', 0))
           except (httpx.HTTPError, weight_sync.WeightSyncError) as e:
             self.load_errors.append((latest, url, f'{type(e).__name__}: {e}'))
             logging.warning(
@@ -138,6 +145,17 @@ class SyncedServerLLM:
   ) -> list[protocol.Completion]:
     await asyncio.to_thread(self.sync.refresh)
     return await self.llm.chat(messages, params)
+
+  async def release(self, completions: Sequence[protocol.Completion]) -> int:
+    """Releases a finished trajectory's sessions on the servers."""
+    return await self.llm.release(completions)
+
+  def session_counters(self) -> dict[str, int]:
+    """Cumulative: session tokens recomputed by pushes, sessions released."""
+    return {
+        'push_recomputed_tokens': sum(self.sync.recomputed_tokens.values()),
+        'released_sessions': self.llm.released_sessions,
+    }
 
 
 def abort_fn(urls: Sequence[str], timeout_s: float = 60.0):

@@ -25,6 +25,13 @@ function readJson(id) {
   return el ? JSON.parse(el.textContent) : null;
 }
 
+// The app runs before the static page's detail blocks are parsed (they come
+// after it): a detail not there yet is read again once the page is complete.
+const domReady = new Promise((resolve) => {
+  if (document.readyState !== 'loading') resolve();
+  else document.addEventListener('DOMContentLoaded', resolve);
+});
+
 async function loadIndex() {
   const embedded = readJson('viewer-index');
   if (embedded) return embedded;
@@ -37,6 +44,10 @@ async function getDetail(run, i) {
   const key = run + ':' + i;
   if (V.details.has(key)) return V.details.get(key);
   let d = readJson('d-' + run + '-' + i);
+  if (!d && document.readyState === 'loading') {
+    await domReady;
+    d = readJson('d-' + run + '-' + i);
+  }
   if (!d && V.index.source === 'server') {
     const r = await fetch('api/detail?run=' + run + '&i=' + i);
     if (!r.ok) throw new Error('api/detail: HTTP ' + r.status + ' ' + (await r.text()));
@@ -265,4 +276,4 @@ async function start() {
   await render();
   window.__viewerReady = performance.now();
 }
-document.addEventListener('DOMContentLoaded', () => { start(); });
+start();  // the index and <main> are above this script
