@@ -58,8 +58,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.max_hops = 3  # longest evidence path
   c.max_graphs = 0  # 0 = every evidence graph
   # Controller (synthesis.controller.ControllerConfig): shortcut probes'
-  # top k and how many a question gets.
-  c.controller = ml_collections.ConfigDict(dict(probe_k=3, max_probes=3))
+  # top k and how many a question gets; keep_lookups keeps one-hop lookups
+  # the seed's rule sends back (the tiny main job sets it: its model learns
+  # the tool loop on them; docs/experiments/synthesis.md).
+  c.controller = ml_collections.ConfigDict(
+      dict(probe_k=3, max_probes=3, keep_lookups=False)
+  )
   # Loop budgets (synthesis.loop.LoopConfig); min_solver_calls is the
   # seed's 50 search + visit calls for acceptance.
   c.loop = ml_collections.ConfigDict(

@@ -19,7 +19,9 @@ In order, the first failure returns a proposal to the generator:
                question naming the page its answer is read from is the
                shortcut itself. A probe the engine cannot run (a query
                that does not parse) fails the check too: no shortcut was
-               ruled out.
+               ruled out. `keep_lookups` (off in the recipe) keeps such
+               one-hop lookups for a tiny model learning the tool loop: the
+               named start may then appear in probe results.
 """
 
 import dataclasses
@@ -46,10 +48,14 @@ class ControllerConfig:
     probe_k: Top-k of each shortcut probe.
     max_probes: Probes per question (question, start name, start + answer
       relation).
+    keep_lookups: Keep questions that name the page their answer is read
+      from (one-hop lookups), which the seed's rule sends back: the tiny
+      main job's model learns the tool loop on them. False in the recipe.
   """
 
   probe_k: int = 3
   max_probes: int = 3
+  keep_lookups: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -180,7 +186,10 @@ class Controller:
   def _targets(self, p: Proposal) -> set[str]:
     """Pages whose retrieval by a probe is a shortcut."""
     last = p.path.claims[-1]
-    return {last.subject} | ({last.object_doc} - {None})
+    out = {last.subject} | ({last.object_doc} - {None})
+    if self._config.keep_lookups:
+      out.discard(p.path.start)
+    return out
 
   def check_batch(self, proposals: Sequence[Proposal]) -> list[Verdict]:
     """All checks for a batch; probes of the batch go in one search call."""

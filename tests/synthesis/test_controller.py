@@ -104,6 +104,29 @@ def test_question_naming_the_page_its_answer_is_read_from_is_a_shortcut(
   assert v.failed == 'shortcut' and 'Frank_Tuttle' in v.reason, v
 
 
+def test_keep_lookups_keeps_a_one_hop_lookup_and_no_other_shortcut(
+    prepared, engine
+):
+  """keep_lookups (the tiny main job's) lets the named start appear in the
+  probes; a probe finding the answer page still sends the question back."""
+  keep = Controller(
+      prepared.docs,
+      prepared.claims,
+      engine,
+      ControllerConfig(keep_lookups=True),
+  )
+  c = _claim(prepared, 'Frank_Tuttle', 'date_of_birth')
+  (v,) = keep.check_batch([_proposal('When was Frank Tuttle born?', [c])])
+  assert v.passed, v
+  d = _claim(prepared, 'The_Tender_Years', 'director')
+  lead = patterns.sentences(prepared.docs['Harold_D._Schuster'].text)[0]
+  lead = lead.replace('Harold D. Schuster', 'this man')
+  (v,) = keep.check_batch(
+      [_proposal(f'Who directed The Tender Years, {lead}?', [d])]
+  )
+  assert v.failed == 'shortcut' and 'Harold_D._Schuster' in v.reason, v
+
+
 def test_a_probe_that_does_not_parse_fails_the_check(prepared, controller):
   c1 = _claim(prepared, 'The_Tender_Years', 'director')
   c2 = _claim(prepared, 'Harold_D._Schuster', 'date_of_birth')
