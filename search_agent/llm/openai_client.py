@@ -97,7 +97,10 @@ class OpenAIClient:
 
   Attributes:
     name: The model name.
+    requests: Chat calls sent (each one or more attempts).
     attempts: Total HTTP attempts made (retries included), for manifests.
+    failures: Chat calls that raised `LLMError` (retries spent or not
+      retryable).
   """
 
   def __init__(
@@ -108,7 +111,9 @@ class OpenAIClient:
   ):
     self.config = config
     self.name = config.model
+    self.requests = 0
     self.attempts = 0
+    self.failures = 0
     self._transport = transport
     self._per_loop = weakref.WeakKeyDictionary()
 
@@ -188,6 +193,7 @@ class OpenAIClient:
     body = self.request_body(messages, params)
     last, wait = '', None
     client, semaphore = self._client()
+    self.requests += 1
     async with semaphore:
       for attempt in range(self.config.max_retries + 1):
         if attempt:
@@ -197,6 +203,10 @@ class OpenAIClient:
           return await self._attempt(client, body, params.n)
         except _Retryable as e:
           last, wait = str(e), e.wait_s
+        except protocol.LLMError:
+          self.failures += 1
+          raise
+    self.failures += 1
     raise protocol.LLMError(
         f'{self.config.base_url} model {self.config.model!r}: gave up after'
         f' {self.config.max_retries + 1} attempts; last error: {last}'

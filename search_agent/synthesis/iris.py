@@ -135,7 +135,10 @@ class IrisGenerator:
         for p in pages
     )
     distilled = await prompting.ask_json(
-        self.llm, 'iris_distill', {'answer': graph.answer, 'pages': text}
+        self.llm,
+        'iris_distill',
+        {'answer': graph.answer, 'pages': text},
+        check=_relations,
     )
     titles = {self._docs[p].title for p in pages}
     rels = [r for r in _relations(distilled) if r.get('page', '') in titles]
@@ -252,13 +255,16 @@ class SemanticJudge:
     reply = await prompting.ask_json(
         self.llm, 'semantic_match',
         {'question': question, 'answer': answer, 'prediction': prediction},
+        check=self._check,
     )  # fmt: skip
+    return reply['match']
+
+  def _check(self, reply) -> None:
     if not isinstance(reply.get('match'), bool):
       raise judging.JudgeReplyError(
           f'semantic judge {self.llm.name!r} must reply {{"match": bool}}:'
           f' {reply!r:.120}'
       )
-    return reply['match']
 
 
 _ANSWER_LINE = re.compile(r'Answer:\s*(.+)\s*$', re.I | re.M)

@@ -65,7 +65,11 @@ def run_job(
   )
   built = roles.build(job, prep, workdir)
   engine = tantivy_engine(index_dir)
+  checked = None
   try:
+    if job.role_check and hasattr(roles, 'check'):
+      checked, check_s = pipeline.timed(roles.check, built, prep)
+      checked['seconds'] = check_s
     loop = SynthesisLoop(
         built['generator'],
         Controller(prep.docs, prep.claims, engine, job.controller),
@@ -85,6 +89,11 @@ def run_job(
     engine.close()
     if hasattr(roles, 'close'):
       roles.close()
+  extras = {}
+  if hasattr(roles, 'report'):
+    extras['roles'] = roles.report()
+  if checked is not None:
+    extras['role_check'] = checked
   manifest = {
       'mode': job.mode,
       'roles': job.programmatic_roles(),
@@ -105,6 +114,7 @@ def run_job(
       job.rl_fraction,
       job.seed,
       manifest,
+      extras,
   )
   report['seconds_total'] = round(time.perf_counter() - start, 2)
   return report

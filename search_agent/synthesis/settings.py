@@ -48,6 +48,13 @@ class SynthesisJob:
     seed: Split seed.
     progress: Progress bars.
     cache_dir: Response cache directory ('' = WORKDIR/llm_cache).
+    extractor_fallback: 'none' (a page whose LLM extraction failed has no
+      claims) or 'pattern' (it gets the sentence-pattern claims); counted
+      either way.
+    role_check: Probe every LLM role once before the loop
+      (synthesis/role_check.py; funnel.json `role_check`).
+    served: The served model every LLM role without an endpoint of its own
+      uses (synthesis/served.py; `enabled` False = none).
   """
 
   mode: str = 'recipe'
@@ -66,8 +73,16 @@ class SynthesisJob:
   seed: int = 0
   progress: bool = True
   cache_dir: str = ''
+  extractor_fallback: str = 'none'
+  role_check: bool = False
+  served: dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
+    if self.extractor_fallback not in ('none', 'pattern'):
+      raise SynthesisConfigError(
+          "extractor_fallback must be 'none' or 'pattern':"
+          f' {self.extractor_fallback!r}'
+      )
     if self.mode not in ('recipe', 'iris'):
       raise SynthesisConfigError(
           f"mode must be 'recipe' or 'iris': {self.mode!r}"
@@ -127,4 +142,7 @@ def job_from_config(c: ml_collections.ConfigDict) -> SynthesisJob:
       seed=d['seed'],
       progress=d['progress'],
       cache_dir=d['cache_dir'],
+      extractor_fallback=d.get('extractor_fallback', 'none'),
+      role_check=d.get('role_check', False),
+      served=dict(d.get('served') or {}),
   )
