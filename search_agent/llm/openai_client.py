@@ -8,7 +8,10 @@ other failure raises `LLMError` with the status and the start of the body.
 
 When the server returns them, completions carry token ids (vLLM's
 `return_token_ids`, or `token_id:N` logprob tokens), per-token logprobs and
-the prompt token ids, so trajectories can be token-exact.
+the prompt token ids, so trajectories can be token-exact, and the weight
+version of the tokens (search_agent.serving's `policy_versions`: one list
+per choice, one version per generated token; the oldest is the
+completion's `policy_version`).
 """
 
 import asyncio
@@ -264,8 +267,15 @@ def parse_response(obj: dict[str, Any], n: int) -> list[protocol.Completion]:
     raise ValueError(f'expected {n} choices, got {choices!r:.100}')
   usage = obj.get('usage') or {}
   prompt_ids = obj.get('prompt_token_ids')
+  versions = obj.get('policy_versions')
+  if versions is not None and (
+      not isinstance(versions, list) or len(versions) != len(choices)
+  ):
+    raise ValueError(
+        f'policy_versions must hold one list per choice: {versions!r:.100}'
+    )
   out = []
-  for choice in sorted(choices, key=lambda c: c.get('index', 0)):
+  for i, choice in enumerate(sorted(choices, key=lambda c: c.get('index', 0))):
     msg = choice['message']
     content = msg.get('content') or ''
     if not isinstance(content, str):
@@ -283,6 +293,11 @@ def parse_response(obj: dict[str, Any], n: int) -> list[protocol.Completion]:
             logprobs=logprobs,
             prompt_token_ids=tuple(prompt_ids) if prompt_ids else None,
             prompt_tokens=usage.get('prompt_tokens'),
+            policy_version=(
+                min(int(v) for v in versions[i])
+                if versions and versions[i]
+                else None
+            ),
         )
     )
   return out

@@ -188,6 +188,24 @@ def test_token_id_strings_in_logprobs_are_decoded():
   assert c.token_ids == (11, 12) and c.logprobs == (-1.0, -2.0)
 
 
+def test_served_policy_versions_give_the_oldest_version():
+  choice = {'message': {'content': 'a'}, 'token_ids': [1, 2, 3]}
+  got = openai_client.parse_response(
+      {
+          'choices': [dict(choice, index=0), dict(choice, index=1)],
+          'policy_versions': [[4, 4, 5], []],
+      },
+      2,
+  )
+  assert [c.policy_version for c in got] == [4, None]
+  [plain] = openai_client.parse_response({'choices': [choice]}, 1)
+  assert plain.policy_version is None
+  with pytest.raises(ValueError, match='policy_versions'):
+    openai_client.parse_response(
+        {'choices': [choice], 'policy_versions': [[1], [2]]}, 1
+    )
+
+
 def test_retry_after_header_is_honoured():
   server = openai_server.ScriptedServer(
       [
