@@ -21,7 +21,9 @@ Variants (`--config=tpu_configs/synthesis.py:<variant>`):
            (and the RL pool's verifier) into an LLM role on a random-init
            tiny model served on CPU, over a few graphs, and probes each role
            once before the loop (`role_check`): the wiring check of
-           docs/llm-roles.md.
+           docs/llm-roles.md. On another variant, `,served` serves the
+           same tiny model with the same 48-token cap (a real endpoint:
+           served.base_url, served.model, served.max_tokens=0).
 LLM roles read `llm.<role>` (llm.registry fields: kind openai|scripted,
 openai.base_url/model, ..., and the role settings max_tokens, stop,
 parse_retries); responses are cached under WORKDIR/llm_cache. One role on
@@ -82,6 +84,30 @@ def _served() -> ml_collections.ConfigDict:
   )
 
 
+def _served_tiny_model(c: ml_collections.ConfigDict) -> None:
+  """`served` on: the tiny model served here, each call within its budget.
+
+  For a real endpoint: --config.served.base_url=http://HOST:PORT/v1
+  --config.served.model=NAME --config.served.max_tokens=0 (or the budget
+  the endpoint allows).
+  """
+  c.role_check = True
+  c.served.update(
+      enabled=True,
+      model='tiny',
+      overrides=(
+          'engine.slots=4', 'engine.max_context=4096',
+          'engine.max_new_tokens=64', 'engine.max_chunk=512',
+          'engine.max_queue=256',
+      ),
+      timeout_s=120.0,
+      max_retries=2,
+      backoff_s=0.5,
+      max_concurrency=4,
+      max_tokens=48,
+  )  # fmt: skip
+
+
 def _tiny_served(c: ml_collections.ConfigDict) -> None:
   """Every recipe role an LLM role on a tiny served model, a few graphs."""
   c.roles = ml_collections.ConfigDict(
@@ -102,22 +128,7 @@ def _tiny_served(c: ml_collections.ConfigDict) -> None:
       max_concurrency=4,
   )  # fmt: skip
   c.extractor_fallback = 'pattern'
-  c.role_check = True
   c.progress = False
-  c.served.update(
-      enabled=True,
-      model='tiny',
-      overrides=(
-          'engine.slots=4', 'engine.max_context=4096',
-          'engine.max_new_tokens=64', 'engine.max_chunk=512',
-          'engine.max_queue=256',
-      ),
-      timeout_s=120.0,
-      max_retries=2,
-      backoff_s=0.5,
-      max_concurrency=4,
-      max_tokens=48,
-  )  # fmt: skip
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -231,9 +242,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   elif arg != 'recipe':
     raise ValueError(f'unknown variant {arg!r}; use tiny|recipe|rl_pool|iris')
   if 'served' in mods:
+    _served_tiny_model(c)
     if arg == 'tiny':
       _tiny_served(c)
-    else:
-      c.served.enabled = True
-      c.role_check = True
   return c

@@ -57,6 +57,17 @@ def with_endpoint(job: SynthesisJob, base_url: str) -> SynthesisJob:
   return dataclasses.replace(job, llm=llm)
 
 
+_REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _resolve(config: str) -> str:
+  """A serve config path as given, else relative to the repository root."""
+  path, sep, arg = config.partition(':')
+  if not pathlib.Path(path).exists() and (_REPO / path).exists():
+    return f'{_REPO / path}{sep}{arg}'
+  return config
+
+
 @contextlib.contextmanager
 def endpoint(job: SynthesisJob, workdir: pathlib.Path) -> Iterator[str]:
   """The served API root (…/v1): `served.base_url`, or a started server's."""
@@ -79,7 +90,7 @@ def endpoint(job: SynthesisJob, workdir: pathlib.Path) -> Iterator[str]:
   except ValueError as e:
     raise SynthesisConfigError(str(e)) from e
   spec = local.ServerSpec(
-      config=config,
+      config=_resolve(config),
       overrides=overrides,
       log=str(pathlib.Path(workdir) / 'served.log'),
   )
