@@ -3,13 +3,16 @@
 import asyncio
 import json
 
+import httpx
 import pytest
 
+from search_agent.llm import openai_client
 from search_agent.llm import protocol
 from search_agent.llm import registry
 from search_agent.llm import role_client
 from search_agent.llm import scripted
 from search_agent.rewards import judging
+from search_agent.synthesis import cache as cache_lib
 
 
 def _parse(text: str) -> dict:
@@ -128,13 +131,6 @@ def test_registry_builds_a_role_with_its_settings():
 
 
 def test_report_reads_the_http_client_and_cache(tmp_path):
-  import httpx  # pylint: disable=g-import-not-at-top
-
-  from search_agent.llm import \
-      openai_client  # pylint: disable=g-import-not-at-top
-  from search_agent.synthesis import \
-      cache as cache_lib  # pylint: disable=g-import-not-at-top
-
   calls = []
 
   def handler(request):
