@@ -18,6 +18,7 @@ failures.
 
 import contextlib
 import json
+import logging as std_logging
 import pathlib
 
 from absl import app
@@ -39,6 +40,8 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   job = settings.job_from_config(_CONFIG.value)
+  # One INFO line per model call otherwise (absl routes httpx's logger).
+  std_logging.getLogger('httpx').setLevel(std_logging.WARNING)
   with contextlib.ExitStack() as stack:
     if job.served.get('enabled'):
       workdir = pathlib.Path(_WORKDIR.value)
