@@ -16,6 +16,7 @@ completion's `policy_version`).
 
 import asyncio
 import dataclasses
+import json
 import os
 import random
 from typing import Any, Sequence
@@ -280,6 +281,7 @@ def parse_response(obj: dict[str, Any], n: int) -> list[protocol.Completion]:
     content = msg.get('content') or ''
     if not isinstance(content, str):
       raise ValueError(f'message.content is not a string: {content!r:.100}')
+    content += _tool_call_text(msg.get('tool_calls'))
     reasoning = msg.get('reasoning_content') or msg.get('reasoning')
     text = (
         f'<think>\n{reasoning}\n</think>\n\n{content}' if reasoning else content
@@ -301,6 +303,33 @@ def parse_response(obj: dict[str, Any], n: int) -> list[protocol.Completion]:
         )
     )
   return out
+
+
+def _tool_call_text(calls: Any) -> str:
+  """Structured `message.tool_calls` (a server whose tool parser took them
+  out of the content) as the `<tool_call>` blocks the agent parses.
+
+  Arguments that are not a JSON object stay a string, so the agent's
+  parser reports them (bad_arguments) instead of this client guessing.
+  """
+  if not calls:
+    return ''
+  if not isinstance(calls, list):
+    raise ValueError(f'message.tool_calls is not a list: {calls!r:.100}')
+  blocks = []
+  for call in calls:
+    fn = call.get('function') if isinstance(call, dict) else None
+    if not isinstance(fn, dict) or not isinstance(fn.get('name'), str):
+      raise ValueError(f'tool call without a function name: {call!r:.100}')
+    args = fn.get('arguments', {})
+    if isinstance(args, str):
+      try:
+        args = json.loads(args) if args.strip() else {}
+      except json.JSONDecodeError:
+        pass
+    body = json.dumps({'name': fn['name'], 'arguments': args})
+    blocks.append(f'<tool_call>\n{body}\n</tool_call>')
+  return ('\n' if blocks else '') + '\n'.join(blocks)
 
 
 def _tokens(choice: dict[str, Any]):

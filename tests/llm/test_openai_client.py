@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from search_agent.agent import toolcall
 from search_agent.llm import openai_client
 from search_agent.llm import protocol
 
@@ -203,6 +204,34 @@ def test_served_policy_versions_give_the_oldest_version():
   with pytest.raises(ValueError, match='policy_versions'):
     openai_client.parse_response(
         {'choices': [choice], 'policy_versions': [[1], [2]]}, 1
+    )
+
+
+def test_structured_tool_calls_become_tool_call_blocks():
+  [c] = openai_client.parse_response(
+      {
+          'choices': [{
+              'message': {
+                  'content': None,
+                  'tool_calls': [
+                      {'type': 'function', 'function': {
+                          'name': 'search',
+                          'arguments': '{"query": ["glass cage"]}'}},
+                      {'type': 'function', 'function': {
+                          'name': 'visit', 'arguments': 'not json'}},
+                  ],
+              },
+          }]
+      },
+      1,
+  )  # fmt: skip
+  parsed = toolcall.parse_assistant(c.text, ['search', 'visit'])
+  assert [t.name for t in parsed.tool_calls] == ['search']
+  assert parsed.tool_calls[0].arguments == {'query': ['glass cage']}
+  assert parsed.has_invalid_tool_call  # the unparsable arguments, reported
+  with pytest.raises(ValueError, match='function name'):
+    openai_client.parse_response(
+        {'choices': [{'message': {'tool_calls': [{'x': 1}]}}]}, 1
     )
 
 
