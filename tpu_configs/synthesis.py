@@ -13,6 +13,9 @@ Variants (`--config=tpu_configs/synthesis.py:<variant>`):
   iris     Iris: answer-anchored entity graphs, abstraction operator with
            the no-surviving-name check, dual verification (closed-book all
            wrong over n samples, correct with evidence) by a semantic judge.
+  <variant>,iris
+           Iris mode on another variant's sizes (tiny,iris,served: Iris's
+           generator, reference model and judge on the served tiny model).
   <variant>,served
            every LLM role without an endpoint of its own on one served
            model: `served.base_url` (any OpenAI-compatible API root), or a
@@ -139,8 +142,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   parts = [p.strip() for p in (arg or 'recipe').split(',') if p.strip()]
   arg = parts[0] if parts else 'recipe'
   mods = parts[1:]
-  if [m for m in mods if m != 'served']:
-    raise ValueError(f'unknown variant modifiers {mods}; use served')
+  if [m for m in mods if m not in ('served', 'iris')]:
+    raise ValueError(f'unknown variant modifiers {mods}; use served, iris')
   c = ml_collections.ConfigDict()
   # 'recipe' (open-recipe loop) | 'iris' (abstraction + dual verification).
   c.mode = 'recipe'
@@ -245,4 +248,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     _served_tiny_model(c)
     if arg == 'tiny':
       _tiny_served(c)
+  if 'iris' in mods:  # e.g. tiny,iris,served: Iris's roles on the tiny run
+    c.mode = 'iris'
+    c.controller.exempt_named_start = False
   return c

@@ -178,26 +178,29 @@ def test_iris_generator_and_dual_verifier(endpoint, prepared, engine, probe):
   assert ref.stats.calls >= 2
 
 
-def test_synthesis_run_contract(tmp_path):
+RECIPE_ROLES = {'extractor', 'generator', 'critic', 'solver', 'judge'}
+
+
+@pytest.mark.parametrize(
+    'variant, names',
+    [
+        ('tiny,served', RECIPE_ROLES | {'verifier'}),
+        ('tiny,iris,served', RECIPE_ROLES | {'reference'}),
+    ],
+)
+def test_synthesis_run_contract(tmp_path, variant, names):
   """The issue's contract: tiny,served exits 0, every role called."""
   workdir = tmp_path / 'syn'
   out = subprocess.run(
       [sys.executable, '-m', 'search_agent.synthesis.run',
-       '--config=tpu_configs/synthesis.py:tiny,served',
+       f'--config=tpu_configs/synthesis.py:{variant}',
        f'--workdir={workdir}'],
       cwd=REPO, capture_output=True, text=True, timeout=900,
   )  # fmt: skip
   assert out.returncode == 0, out.stderr[-3000:]
   report = json.loads((workdir / 'funnel.json').read_text())
   roles = report['roles']
-  assert set(roles) == {
-      'extractor',
-      'generator',
-      'critic',
-      'solver',
-      'verifier',
-      'judge',
-  }
+  assert set(roles) == names
   for name, r in roles.items():
     assert r['calls'] > 0, name
     assert r['http_requests'] > 0 and r['base_url'].endswith('/v1'), name
