@@ -97,6 +97,8 @@ def test_pulse_iris_with_scripted_llm(repo_root, tmp_path):
   assert stages['min_tool_turns']['kept'] == 1
   assert stages['turn_mask']['stats']['turns_judged'] == 2
   assert stages['turn_mask']['stats']['turns_masked'] == 0
+  judge = json.loads((tmp_path / 'llm_roles.json').read_text())['judge']
+  assert judge['calls'] >= 2 and judge['parse_failures'] == 0
 
 
 def test_llm_modes_without_an_llm_fail_clearly(repo_root, tmp_path):
