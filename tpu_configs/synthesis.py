@@ -222,8 +222,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # A page whose LLM claim extraction failed: 'none' (no claims) or
   # 'pattern' (its sentence-pattern claims); counted in funnel.json.
   c.extractor_fallback = 'none'
-  # Probe every LLM role once before the loop (funnel.json role_check).
+  # Probe every LLM role once before the loop (funnel.json role_check);
+  # a probe whose call failed (not one that did not parse) stops the run.
   c.role_check = False
+  c.role_check_fail_fast = True
   c.served = _served()
   if arg == 'tiny':
     c.roles = ml_collections.ConfigDict(

@@ -8,6 +8,7 @@ from typing import Any
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.synthesis import journal as journal_lib
 from search_agent.synthesis import pipeline
+from search_agent.synthesis import role_check
 from search_agent.synthesis import roles as roles_lib
 from search_agent.synthesis.controller import Controller
 from search_agent.synthesis.loop import SynthesisLoop
@@ -70,6 +71,8 @@ def run_job(
     if job.role_check and hasattr(roles, 'check'):
       checked, check_s = pipeline.timed(roles.check, built, prep)
       checked['seconds'] = check_s
+      if job.role_check_fail_fast:
+        role_check.raise_on_failed(checked)
     loop = SynthesisLoop(
         built['generator'],
         Controller(prep.docs, prep.claims, engine, job.controller),

@@ -11,7 +11,10 @@ does), through the same role objects, clients and caches as the loop.
 Each probe's outcome ('ok', 'unparsable': no reply parsed after the role's
 re-asks, 'failed': the call failed) goes to funnel.json `role_check`; its
 result decides nothing (no task comes from it). Its calls are counted in
-the roles' counters like the loop's.
+the roles' counters like the loop's. A 'failed' probe (unreachable
+endpoint, HTTP error, budget the server refuses) stops the run before the
+loop unless `role_check_fail_fast` is off (`raise_on_failed`); an
+unparsable one does not (a weak model is a result, not a misconfiguration).
 """
 
 import asyncio
@@ -20,6 +23,26 @@ from typing import Any
 
 from search_agent.llm import protocol
 from search_agent.synthesis import roles as roles_lib
+
+
+class RoleCheckError(RuntimeError):
+  """A role's probe call failed: its endpoint is unreachable or refuses."""
+
+
+def raise_on_failed(result: dict[str, Any]) -> None:
+  """Raises RoleCheckError naming every probe whose call failed."""
+  failed = {
+      name: p['error']
+      for name, p in (result.get('probes') or {}).items()
+      if p['outcome'] == 'failed'
+  }
+  if failed:
+    lines = '\n'.join(f'  {k}: {v}' for k, v in failed.items())
+    raise RoleCheckError(
+        f'role check: {len(failed)} role(s) could not call their model'
+        f' before the loop:\n{lines}\nfix the endpoint (base_url, model,'
+        ' max_tokens) or set --config.role_check_fail_fast=False'
+    )
 
 
 async def _probe(coro) -> dict[str, Any]:

@@ -53,6 +53,8 @@ class SynthesisJob:
       either way.
     role_check: Probe every LLM role once before the loop
       (synthesis/role_check.py; funnel.json `role_check`).
+    role_check_fail_fast: Stop before the loop when a probe's call failed
+      (not when its reply did not parse).
     served: The served model every LLM role without an endpoint of its own
       uses (synthesis/served.py; `enabled` False = none).
   """
@@ -75,6 +77,7 @@ class SynthesisJob:
   cache_dir: str = ''
   extractor_fallback: str = 'none'
   role_check: bool = False
+  role_check_fail_fast: bool = True
   served: dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
@@ -144,5 +147,6 @@ def job_from_config(c: ml_collections.ConfigDict) -> SynthesisJob:
       cache_dir=d['cache_dir'],
       extractor_fallback=d.get('extractor_fallback', 'none'),
       role_check=d.get('role_check', False),
+      role_check_fail_fast=d.get('role_check_fail_fast', True),
       served=dict(d.get('served') or {}),
   )
