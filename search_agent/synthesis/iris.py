@@ -85,6 +85,29 @@ def coupled(path) -> bool:
   return True
 
 
+def _check_question(reply) -> None:
+  """An authored question: a string question and lists where lists go."""
+  if not isinstance(reply.get('question') or '', str):
+    raise judging.JudgeReplyError(
+        f'question author gave a non-string "question": {reply!r:.120}'
+    )
+  for key in ('reasoning_path', 'entities'):
+    if not isinstance(reply.get(key) or [], list):
+      raise judging.JudgeReplyError(
+          f'question author: "{key}" must be a list: {reply!r:.120}'
+      )
+
+
+def _check_abstract(reply) -> None:
+  if not isinstance(reply.get('question') or '', str) or not isinstance(
+      reply.get('references') or {}, dict
+  ):
+    raise judging.JudgeReplyError(
+        'abstraction needs a string "question" and a "references" object:'
+        f' {reply!r:.120}'
+    )
+
+
 def _relations(reply) -> list[dict[str, str]]:
   items = reply.get('relations')
   if not isinstance(items, list):
@@ -190,7 +213,7 @@ class IrisGenerator:
          'relations': '\n'.join(
              f'{r["subject"]} | {r["relation"]} | {r["object"]}' for r in rels),
          'feedback': prompting.format_feedback(feedback)},
-        seed=revision,
+        seed=revision, check=_check_question,
     )  # fmt: skip
     path = authored.get('reasoning_path') or []
     question = str(authored.get('question') or '').strip()
@@ -207,6 +230,7 @@ class IrisGenerator:
     abstracted = await prompting.ask_json(
         self.llm, 'iris_abstract',
         {'question': question, 'answer': graph.answer, 'entities': facts},
+        check=_check_abstract,
     )  # fmt: skip
     final = str(abstracted.get('question') or '').strip()
     meta = dict(base, original_question=question, reasoning_path=path,

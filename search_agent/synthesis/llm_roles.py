@@ -173,6 +173,12 @@ class LLMGenerator:
       raise judging.JudgeReplyError(
           f'generator {self.llm.name!r} gave no "question": {reply!r:.120}'
       )
+    for key in ('paths_used', 'starting_entities'):
+      if not isinstance(reply.get(key) or [], list):
+        raise judging.JudgeReplyError(
+            f'generator {self.llm.name!r}: "{key}" must be a list, got'
+            f' {reply.get(key)!r:.80}'
+        )
 
   async def propose(self, graph, revision, feedback):
     reply = await prompting.ask_json(

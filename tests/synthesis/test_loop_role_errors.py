@@ -5,7 +5,10 @@ import asyncio
 import pytest
 
 from search_agent.llm import protocol
+from search_agent.llm import role_client
+from search_agent.llm import scripted
 from search_agent.synthesis import funnel as funnel_lib
+from search_agent.synthesis import llm_roles
 from search_agent.synthesis import loop as loop_lib
 from search_agent.synthesis import roles
 
@@ -129,3 +132,17 @@ def _wrong(calls):
     return roles.Attempt(answer='y', correct=False, calls=calls)
 
   return solve
+
+
+def test_generator_reply_with_wrong_field_types_is_reasked(prepared, graph):
+  llm = role_client.RoleLLM(
+      scripted.ScriptedLLM([
+          '{"question": "Which film?", "paths_used": 2}',
+          '{"question": "Which film?", "paths_used": [1]}',
+      ]),
+      'generator',
+  )  # fmt: skip
+  gen = llm_roles.LLMGenerator(llm, prepared.docs)
+  p = asyncio.run(gen.propose(graph, 0, ()))
+  assert p.question == 'Which film?' and p.meta['paths_used'] == [1]
+  assert llm.stats.parse_failures == 1 and llm.stats.parse_retries == 1
