@@ -43,7 +43,7 @@ def main(argv):
   # One INFO line per model call otherwise (absl routes httpx's logger).
   std_logging.getLogger('httpx').setLevel(std_logging.WARNING)
   with contextlib.ExitStack() as stack:
-    if job.served.get('enabled'):
+    if job.served.enabled:
       workdir = pathlib.Path(_WORKDIR.value)
       workdir.mkdir(parents=True, exist_ok=True)
       url = stack.enter_context(served.endpoint(job, workdir))

@@ -20,11 +20,6 @@ from search_agent.serving import local
 from search_agent.synthesis.settings import SynthesisConfigError
 from search_agent.synthesis.settings import SynthesisJob
 
-# Fields of one role's `openai` section the served model fills.
-_CLIENT_FIELDS = (
-    'timeout_s', 'max_retries', 'backoff_s', 'max_concurrency',
-)  # fmt: skip
-
 
 def _needs_endpoint(section: dict[str, Any]) -> bool:
   kind = section.get('kind') or ''
@@ -39,21 +34,22 @@ def with_endpoint(job: SynthesisJob, base_url: str) -> SynthesisJob:
   """
   served = job.served
   llm = copy.deepcopy(job.llm)
-  for name, section in llm.items():
+  for section in llm.values():
     if not _needs_endpoint(section):
       continue
     openai = dict(section.get('openai') or {})
     openai.update(
         base_url=base_url,
-        model=served.get('model') or openai.get('model') or 'served',
-        api_key_env=served.get('api_key_env', ''),
+        model=served.model or openai.get('model') or 'served',
+        api_key_env=served.api_key_env,
+        timeout_s=served.timeout_s,
+        max_retries=served.max_retries,
+        backoff_s=served.backoff_s,
+        max_concurrency=served.max_concurrency,
     )
-    for key in _CLIENT_FIELDS:
-      if key in served:
-        openai[key] = served[key]
     section.update(kind='openai', openai=openai)
-    if served.get('max_tokens') and not section.get('max_tokens'):
-      section['max_tokens'] = served['max_tokens']
+    if served.max_tokens and not section.get('max_tokens'):
+      section['max_tokens'] = served.max_tokens
   return dataclasses.replace(job, llm=llm)
 
 
@@ -72,31 +68,20 @@ def _resolve(config: str) -> str:
 def endpoint(job: SynthesisJob, workdir: pathlib.Path) -> Iterator[str]:
   """The served API root (…/v1): `served.base_url`, or a started server's."""
   served = job.served
-  if served.get('base_url'):
-    yield served['base_url'].rstrip('/')
+  if served.base_url:
+    yield served.base_url.rstrip('/')
     return
-  config = served.get('config') or ''
-  if not config:
-    raise SynthesisConfigError(
-        'served.enabled needs served.base_url (an OpenAI-compatible API root)'
-        ' or served.config (a tpu_configs/serve.py variant to start)'
-    )
   try:
-    overrides = local.pairs(
-        [x for x in served.get('overrides') or () if x],
-        'served.overrides',
-        'KEY=VALUE',
-    )
+    overrides = local.pairs(served.overrides, 'served.overrides', 'KEY=VALUE')
   except ValueError as e:
     raise SynthesisConfigError(str(e)) from e
   spec = local.ServerSpec(
-      config=_resolve(config),
+      config=_resolve(served.config),
       overrides=overrides,
       log=str(pathlib.Path(workdir) / 'served.log'),
   )
-  env = local.env_pairs([x for x in served.get('env') or () if x], 'served.env')
+  env = local.env_pairs(served.env, 'served.env')
   with local.started(
-      [spec], env, float(served.get('start_timeout_s', 600)),
-      'served.start_timeout_s',
-  ) as (url,):  # fmt: skip
+      [spec], env, served.start_timeout_s, 'served.start_timeout_s'
+  ) as (url,):
     yield f'{url}/v1'

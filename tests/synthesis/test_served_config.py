@@ -1,5 +1,7 @@
 """The `served` section: which roles it points where (no server started)."""
 
+import dataclasses
+
 import pytest
 
 from search_agent.llm import registry
@@ -18,7 +20,7 @@ def _job(variant='tiny,served', **llm):
 def test_tiny_served_variant_makes_every_role_an_llm_role():
   job = _job()
   assert set(job.roles.values()) == {'llm', 'agent', 'judge'}
-  assert job.served['enabled'] and job.role_check
+  assert job.served.enabled and job.role_check
   assert job.extractor_fallback == 'pattern' and job.max_graphs == 2
   with pytest.raises(ValueError, match='modifiers'):
     synthesis_config.get_config('tiny,fast')
@@ -45,16 +47,15 @@ def test_roles_without_an_endpoint_get_the_served_one():
 def test_endpoint_uses_a_given_base_url_and_checks_its_config(tmp_path):
   job = _job()
   given = settings.SynthesisJob(
-      served=dict(job.served, base_url='http://h:8000/v1/')
+      served=dataclasses.replace(job.served, base_url='http://h:8000/v1/')
   )
   with served.endpoint(given, tmp_path) as url:
     assert url == 'http://h:8000/v1'
   with pytest.raises(settings.SynthesisConfigError, match='served.config'):
-    with served.endpoint(
-        settings.SynthesisJob(served=dict(enabled=True)), tmp_path
-    ):
-      pass
-  bad = settings.SynthesisJob(served=dict(job.served, overrides=('nokey',)))
+    settings.ServedConfig(enabled=True)
+  bad = settings.SynthesisJob(
+      served=dataclasses.replace(job.served, overrides=('nokey',))
+  )
   with pytest.raises(settings.SynthesisConfigError, match='KEY=VALUE'):
     with served.endpoint(bad, tmp_path):
       pass
