@@ -45,6 +45,11 @@ def _llm() -> ml_collections.ConfigDict:
   c.openai.max_concurrency = 16
   # Replies of the 'scripted' kind.
   c.script = ('',)
+  # Role settings (llm.role_client.RoleLLM): a cap on one call's tokens
+  # (0 = as the judge asks), stop strings, re-asks of an unparsable reply.
+  c.max_tokens = 0
+  c.stop = ('',)
+  c.parse_retries = 2
   return c
 
 

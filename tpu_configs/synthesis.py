@@ -13,8 +13,26 @@ Variants (`--config=tpu_configs/synthesis.py:<variant>`):
   iris     Iris: answer-anchored entity graphs, abstraction operator with
            the no-surviving-name check, dual verification (closed-book all
            wrong over n samples, correct with evidence) by a semantic judge.
+  <variant>,iris
+           Iris mode on another variant's sizes (tiny,iris,served: Iris's
+           generator, reference model and judge on the served tiny model).
+  <variant>,served
+           every LLM role without an endpoint of its own on one served
+           model: `served.base_url` (any OpenAI-compatible API root), or a
+           `python -m search_agent.serving` this run starts and stops
+           (`served.config`). `tiny,served` turns every role of the recipe
+           (and the RL pool's verifier) into an LLM role on a random-init
+           tiny model served on CPU, over a few graphs, and probes each role
+           once before the loop (`role_check`): the wiring check of
+           docs/llm-roles.md. On another variant, `,served` serves the
+           same tiny model with the same 48-token cap (a real endpoint:
+           served.base_url, served.model, served.max_tokens=0).
 LLM roles read `llm.<role>` (llm.registry fields: kind openai|scripted,
-openai.base_url/model, ...); responses are cached under WORKDIR/llm_cache.
+openai.base_url/model, ..., and the role settings max_tokens, stop,
+parse_retries); responses are cached under WORKDIR/llm_cache. One role on
+its own endpoint: --config.llm.<role>.kind=openai
+--config.llm.<role>.openai.base_url=http://HOST:PORT/v1
+--config.llm.<role>.openai.model=NAME.
 """
 
 import ml_collections
@@ -32,16 +50,100 @@ def _llm(kind: str = '') -> ml_collections.ConfigDict:
           model='',
           api_key_env='',  # env var holding the key ('' = no auth)
           timeout_s=600.0,
+          max_retries=4,
           max_concurrency=16,
       )
   )
   c.script = ('',)
+  # Role settings (llm.role_client.RoleLLM): a cap on one call's tokens
+  # (0 = as the role asks), stop strings, re-asks of an unparsable reply.
+  c.max_tokens = 0
+  c.stop = ('',)
+  c.parse_retries = 2
   return c
 
 
+def _served() -> ml_collections.ConfigDict:
+  """One served model for every LLM role (synthesis/served.py)."""
+  return ml_collections.ConfigDict(
+      dict(
+          enabled=False,
+          # An OpenAI-compatible API root (http://HOST:PORT/v1); '' = start
+          # `python -m search_agent.serving --config=<config>` here.
+          base_url='',
+          model='',  # the `model` sent (the tiny server reports 'tiny')
+          api_key_env='',
+          config='tpu_configs/serve.py:tiny',
+          overrides=('',),  # 'KEY=VALUE' serve config overrides
+          env=('',),  # 'NAME=value' environment of the started server
+          start_timeout_s=600.0,
+          # Client settings every served role gets.
+          timeout_s=600.0,
+          max_retries=4,
+          backoff_s=1.0,
+          max_concurrency=16,
+          max_tokens=0,  # cap of a served role's call (0 = as it asks)
+      )
+  )
+
+
+def _served_tiny_model(c: ml_collections.ConfigDict) -> None:
+  """`served` on: the tiny model served here, each call within its budget.
+
+  For a real endpoint: --config.served.base_url=http://HOST:PORT/v1
+  --config.served.model=NAME --config.served.max_tokens=0 (or the budget
+  the endpoint allows).
+  """
+  c.role_check = True
+  c.served.update(
+      enabled=True,
+      model='tiny',
+      overrides=(
+          'engine.slots=4', 'engine.max_context=4096',
+          'engine.max_new_tokens=64', 'engine.max_chunk=512',
+          'engine.max_queue=256',
+      ),
+      timeout_s=120.0,
+      max_retries=2,
+      backoff_s=0.5,
+      max_concurrency=4,
+      max_tokens=48,
+  )  # fmt: skip
+
+
+def _tiny_served(c: ml_collections.ConfigDict) -> None:
+  """Every recipe role an LLM role on a tiny served model, a few graphs."""
+  c.roles = ml_collections.ConfigDict(
+      dict(
+          extractor='llm',
+          generator='llm',
+          critic='llm',
+          solver='agent',
+          verifier='llm',
+          claim_selection='judge',
+      )
+  )
+  c.corpus.max_docs = 3000
+  c.anchor.update(num_seeds=2, max_nodes=4)
+  c.max_graphs = 2
+  c.loop.update(
+      max_revisions=2, max_solver_attempts=1, hard_reviews=1,
+      max_concurrency=4,
+  )  # fmt: skip
+  c.extractor_fallback = 'pattern'
+  c.progress = False
+
+
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-  """Returns the config of one variant (default: recipe)."""
-  arg = arg or 'recipe'
+  """Returns the config of one variant (default: recipe).
+
+  `arg` is a variant, optionally followed by ',served'.
+  """
+  parts = [p.strip() for p in (arg or 'recipe').split(',') if p.strip()]
+  arg = parts[0] if parts else 'recipe'
+  mods = parts[1:]
+  if [m for m in mods if m not in ('served', 'iris')]:
+    raise ValueError(f'unknown variant modifiers {mods}; use served, iris')
   c = ml_collections.ConfigDict()
   # 'recipe' (open-recipe loop) | 'iris' (abstraction + dual verification).
   c.mode = 'recipe'
@@ -119,6 +221,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.seed = 0
   c.progress = True
   c.cache_dir = ''  # '' = WORKDIR/llm_cache
+  # A page whose LLM claim extraction failed: 'none' (no claims) or
+  # 'pattern' (its sentence-pattern claims); counted in funnel.json.
+  c.extractor_fallback = 'none'
+  # Probe every LLM role once before the loop (funnel.json role_check);
+  # a probe whose call failed (not one that did not parse) stops the run.
+  c.role_check = False
+  c.role_check_fail_fast = True
+  c.served = _served()
   if arg == 'tiny':
     c.roles = ml_collections.ConfigDict(
         dict(
@@ -137,4 +247,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.mode = 'iris'
   elif arg != 'recipe':
     raise ValueError(f'unknown variant {arg!r}; use tiny|recipe|rl_pool|iris')
+  if 'served' in mods:
+    _served_tiny_model(c)
+    if arg == 'tiny':
+      _tiny_served(c)
+  if 'iris' in mods:  # e.g. tiny,iris,served: Iris's roles on the tiny run
+    c.mode = 'iris'
+    c.controller.exempt_named_start = False
   return c

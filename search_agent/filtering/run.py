@@ -5,10 +5,14 @@ r"""Filters trajectories into SFT data (or calibrates, or induces a rubric).
       [--config.input_path=ROLLOUTS.jsonl] [--config.mode=calibrate]
 
 Writes filtered.jsonl, decisions.jsonl, report.json and report.md to
---workdir (see search_agent/filtering/jobs.py for the other modes).
+--workdir (see search_agent/filtering/jobs.py for the other modes), and
+with an LLM judge llm_roles.json: its calls, re-asks, parse failures and
+HTTP retries (llm.role_client.RoleLLM).
 """
 
 import asyncio
+import json
+import pathlib
 
 from absl import app
 from absl import flags
@@ -18,6 +22,7 @@ from ml_collections import config_flags
 from search_agent.filtering import jobs
 from search_agent.filtering.settings import job_from_config
 from search_agent.filtering.settings import llm_from_config
+from search_agent.llm import role_client
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Filtering config file.', lock_config=True
@@ -52,6 +57,11 @@ def main(argv):
         )
     )
     logging.info('kept %d trajectories', rep['output']['trajectories'])
+  if isinstance(llm, role_client.RoleLLM):
+    counts = {'judge': llm.report()}
+    path = pathlib.Path(_WORKDIR.value) / 'llm_roles.json'
+    path.write_text(json.dumps(counts, indent=2) + '\n', encoding='utf-8')
+    logging.info('judge LLM: %s', counts['judge'])
   print(f'wrote results to {_WORKDIR.value}')
 
 

@@ -44,10 +44,14 @@ def job_from_config(c: ml_collections.ConfigDict) -> jobs.FilterJob:
 
 
 def llm_from_config(c: ml_collections.ConfigDict) -> protocol.LLM | None:
-  """The judge LLM (search_agent.llm.registry), None when kind is ''."""
+  """The judge LLM (search_agent.llm.registry), None when kind is ''.
+
+  Built as the role 'judge' (`registry.build_role`): its section's
+  max_tokens, stop and parse_retries apply, and its calls are counted.
+  """
   if not c.kind:
     return None
   section = c.to_dict()
   if section['kind'] != 'scripted':
     section.pop('script')
-  return registry.build(registry.from_dict(section))
+  return registry.build_role(registry.from_dict(section), 'judge')

@@ -23,6 +23,7 @@ from search_agent.filtering import degeneration
 from search_agent.filtering import judges
 from search_agent.filtering import stage
 from search_agent.llm import protocol
+from search_agent.llm import role_client
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.rewards import judging
 
@@ -143,19 +144,21 @@ async def judge_turns(
         reference=ref.answer,
         window=render_window(traj, i, config),
     )
-    replies = await llm.chat([{'role': 'user', 'content': text}], params)
-    if len(replies) != 1:  # a judge failure, not a crash of the whole run
-      raise protocol.LLMError(
-          f'turn judge {llm.name!r} returned {len(replies)} completions for'
-          f' turn {i} of {traj.id}, want 1'
-      )
-    label = judging.parse_json_reply(replies[0].text, llm.name).get('label')
-    if label not in LABELS:
-      raise judging.JudgeReplyError(
-          f'turn judge {llm.name!r} must reply "label": "keep"|"mask", got'
-          f' {label!r} for turn {i} of {traj.id}'
-      )
-    return label
+
+    def parse(reply: str) -> str:
+      label = judging.parse_json_reply(reply, llm.name).get('label')
+      if label not in LABELS:
+        raise judging.JudgeReplyError(
+            f'turn judge {llm.name!r} must reply "label": "keep"|"mask", got'
+            f' {label!r} for turn {i} of {traj.id}'
+        )
+      return label
+
+    # An unusable reply is asked again (the judge's parse retries), then an
+    # error; a count other than one completion is an error, not a crash.
+    return await role_client.chat_parsed(
+        llm, [{'role': 'user', 'content': text}], params, parse
+    )
 
   indices = candidate_turns(traj, config)
   labels = await asyncio.gather(*(one(i) for i in indices))

@@ -8,11 +8,15 @@ other failure raises `LLMError` with the status and the start of the body.
 
 When the server returns them, completions carry token ids (vLLM's
 `return_token_ids`, or `token_id:N` logprob tokens), per-token logprobs and
-the prompt token ids, so trajectories can be token-exact.
+the prompt token ids, so trajectories can be token-exact, and the weight
+version of the tokens (search_agent.serving's `policy_versions`: one list
+per choice, one version per generated token; the oldest is the
+completion's `policy_version`).
 """
 
 import asyncio
 import dataclasses
+import json
 import os
 import random
 from typing import Any, Sequence
@@ -97,7 +101,10 @@ class OpenAIClient:
 
   Attributes:
     name: The model name.
+    requests: Chat calls sent (each one or more attempts).
     attempts: Total HTTP attempts made (retries included), for manifests.
+    failures: Chat calls that raised `LLMError` (retries spent or not
+      retryable).
   """
 
   def __init__(
@@ -108,7 +115,9 @@ class OpenAIClient:
   ):
     self.config = config
     self.name = config.model
+    self.requests = 0
     self.attempts = 0
+    self.failures = 0
     self._transport = transport
     self._per_loop = weakref.WeakKeyDictionary()
 
@@ -188,6 +197,7 @@ class OpenAIClient:
     body = self.request_body(messages, params)
     last, wait = '', None
     client, semaphore = self._client()
+    self.requests += 1
     async with semaphore:
       for attempt in range(self.config.max_retries + 1):
         if attempt:
@@ -197,6 +207,10 @@ class OpenAIClient:
           return await self._attempt(client, body, params.n)
         except _Retryable as e:
           last, wait = str(e), e.wait_s
+        except protocol.LLMError:
+          self.failures += 1
+          raise
+    self.failures += 1
     raise protocol.LLMError(
         f'{self.config.base_url} model {self.config.model!r}: gave up after'
         f' {self.config.max_retries + 1} attempts; last error: {last}'
@@ -254,12 +268,20 @@ def parse_response(obj: dict[str, Any], n: int) -> list[protocol.Completion]:
     raise ValueError(f'expected {n} choices, got {choices!r:.100}')
   usage = obj.get('usage') or {}
   prompt_ids = obj.get('prompt_token_ids')
+  versions = obj.get('policy_versions')
+  if versions is not None and (
+      not isinstance(versions, list) or len(versions) != len(choices)
+  ):
+    raise ValueError(
+        f'policy_versions must hold one list per choice: {versions!r:.100}'
+    )
   out = []
-  for choice in sorted(choices, key=lambda c: c.get('index', 0)):
+  for i, choice in enumerate(sorted(choices, key=lambda c: c.get('index', 0))):
     msg = choice['message']
     content = msg.get('content') or ''
     if not isinstance(content, str):
       raise ValueError(f'message.content is not a string: {content!r:.100}')
+    content += _tool_call_text(msg.get('tool_calls'))
     reasoning = msg.get('reasoning_content') or msg.get('reasoning')
     text = (
         f'<think>\n{reasoning}\n</think>\n\n{content}' if reasoning else content
@@ -273,9 +295,41 @@ def parse_response(obj: dict[str, Any], n: int) -> list[protocol.Completion]:
             logprobs=logprobs,
             prompt_token_ids=tuple(prompt_ids) if prompt_ids else None,
             prompt_tokens=usage.get('prompt_tokens'),
+            policy_version=(
+                min(int(v) for v in versions[i])
+                if versions and versions[i]
+                else None
+            ),
         )
     )
   return out
+
+
+def _tool_call_text(calls: Any) -> str:
+  """Structured `message.tool_calls` (a server whose tool parser took them
+  out of the content) as the `<tool_call>` blocks the agent parses.
+
+  Arguments that are not a JSON object stay a string, so the agent's
+  parser reports them (bad_arguments) instead of this client guessing.
+  """
+  if not calls:
+    return ''
+  if not isinstance(calls, list):
+    raise ValueError(f'message.tool_calls is not a list: {calls!r:.100}')
+  blocks = []
+  for call in calls:
+    fn = call.get('function') if isinstance(call, dict) else None
+    if not isinstance(fn, dict) or not isinstance(fn.get('name'), str):
+      raise ValueError(f'tool call without a function name: {call!r:.100}')
+    args = fn.get('arguments', {})
+    if isinstance(args, str):
+      try:
+        args = json.loads(args) if args.strip() else {}
+      except json.JSONDecodeError:
+        pass
+    body = json.dumps({'name': fn['name'], 'arguments': args})
+    blocks.append(f'<tool_call>\n{body}\n</tool_call>')
+  return ('\n' if blocks else '') + '\n'.join(blocks)
 
 
 def _tokens(choice: dict[str, Any]):

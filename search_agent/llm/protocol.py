@@ -19,6 +19,14 @@ class ContextLengthError(LLMError):
   """The prompt plus requested output does not fit the model's context."""
 
 
+class ReplyFormatError(LLMError):
+  """The model replied, but not in the format its prompt asks for.
+
+  Roles retry it (`llm.role_client.chat_parsed`) and count it; a reply that
+  never parses is this error, never a default verdict.
+  """
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SamplingParams:
   """Sampling parameters for one chat call.

@@ -114,8 +114,9 @@ async def select_required_claims(
       claims=format_claims(candidates),
   )
   replies = await judging.sample_json(
-      judge, prompt, voting.select_calls, voting.sampling
-  )
+      judge, prompt, voting.select_calls, voting.sampling,
+      lambda r: judging.index_list(r, 'required', len(candidates), judge.name),
+  )  # fmt: skip
   votes = [0] * len(candidates)
   for reply in replies:
     for i in judging.index_list(reply, 'required', len(candidates), judge.name):
@@ -133,28 +134,31 @@ async def _refine(judge, task, kept, sampling) -> tuple[task_lib.Claim, ...]:
       answer=task.answer,
       claims=format_claims(kept),
   )
-  (reply,) = await judging.sample_json(judge, prompt, 1, sampling)
-  items = reply.get('claims')
-  if not isinstance(items, list) or not items:
-    raise judging.JudgeReplyError(
-        f'refinement by {judge.name!r} must return a non-empty "claims" list'
-        f' for {len(kept)} kept claims, got {items!r:.120}'
-    )
-  try:
-    refined = [
-        task_lib.Claim(
-            subject=str(x['subject']),
-            relation=str(x['relation']),
-            object=str(x['object']),
-        )
-        for x in items
-    ]
-  except (KeyError, TypeError) as e:
-    raise judging.JudgeReplyError(
-        f'refinement by {judge.name!r} has a claim without'
-        f' subject/relation/object: {e!r}'
-    ) from e
-  return distinct_claims(refined)
+
+  def refined(reply) -> list[task_lib.Claim]:
+    items = reply.get('claims')
+    if not isinstance(items, list) or not items:
+      raise judging.JudgeReplyError(
+          f'refinement by {judge.name!r} must return a non-empty "claims"'
+          f' list for {len(kept)} kept claims, got {items!r:.120}'
+      )
+    try:
+      return [
+          task_lib.Claim(
+              subject=str(x['subject']),
+              relation=str(x['relation']),
+              object=str(x['object']),
+          )
+          for x in items
+      ]
+    except (KeyError, TypeError) as e:
+      raise judging.JudgeReplyError(
+          f'refinement by {judge.name!r} has a claim without'
+          f' subject/relation/object: {e!r}'
+      ) from e
+
+  (reply,) = await judging.sample_json(judge, prompt, 1, sampling, refined)
+  return distinct_claims(refined(reply))
 
 
 def final_report(traj: traj_lib.Trajectory) -> str:
@@ -193,8 +197,9 @@ async def claim_coverage(
       'claim_judge', report=report, claims=format_claims(claims)
   )
   replies = await judging.sample_json(
-      judge, prompt, voting.judge_calls, voting.sampling
-  )
+      judge, prompt, voting.judge_calls, voting.sampling,
+      lambda r: judging.index_list(r, 'established', len(claims), judge.name),
+  )  # fmt: skip
   votes = [0] * len(claims)
   for reply in replies:
     for i in judging.index_list(reply, 'established', len(claims), judge.name):

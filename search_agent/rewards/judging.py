@@ -12,15 +12,16 @@ import json
 import pathlib
 import re
 import string
-from typing import Any
+from typing import Any, Callable
 
 from search_agent.llm import protocol
+from search_agent.llm import role_client
 
 PROMPT_DIR = pathlib.Path(__file__).parent / 'prompts'
 _FENCE = re.compile(r'```(?:json)?\s*(\{.*?\})\s*```', re.DOTALL)
 
 
-class JudgeReplyError(protocol.LLMError):
+class JudgeReplyError(protocol.ReplyFormatError):
   """A judge replied, but not with the JSON object its prompt asks for."""
 
 
@@ -74,12 +75,21 @@ def parse_json_reply(text: str, judge: str) -> dict[str, Any]:
 
 
 async def sample_json(
-    llm: protocol.LLM, prompt: str, k: int, sampling: JudgeSampling
+    llm: protocol.LLM,
+    prompt: str,
+    k: int,
+    sampling: JudgeSampling,
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
   """Runs `k` independently sampled judge calls and parses each reply.
 
+  A reply that does not parse, or that `check` rejects (raising
+  `JudgeReplyError`), is asked again (`role_client.chat_parsed`:
+  the judge's parse retries, counted when it is a `RoleLLM`).
+
   Raises:
-    LLMError: any call failed or any reply did not parse (no partial votes).
+    LLMError: any call failed or any vote's reply never parsed (no partial
+      votes).
   """
   messages = [{'role': 'user', 'content': prompt}]
 
@@ -89,12 +99,14 @@ async def sample_json(
         max_tokens=sampling.max_tokens,
         seed=sampling.seed + i,
     )
-    completions = await llm.chat(messages, params)
-    if len(completions) != 1:
-      raise protocol.LLMError(
-          f'judge {llm.name!r} returned {len(completions)} completions, want 1'
-      )
-    return parse_json_reply(completions[0].text, llm.name)
+
+    def parse(text: str) -> dict[str, Any]:
+      obj = parse_json_reply(text, llm.name)
+      if check is not None:
+        check(obj)
+      return obj
+
+    return await role_client.chat_parsed(llm, messages, params, parse)
 
   return list(await asyncio.gather(*(one(i) for i in range(k))))
 

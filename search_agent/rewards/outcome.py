@@ -89,14 +89,18 @@ async def judge_answer(
       aliases=', '.join(task.aliases) or '(none)',
       prediction=prediction,
   )
-  (reply,) = await judging.sample_json(judge, prompt, 1, sampling)
-  verdict = reply.get('correct')
-  if not isinstance(verdict, bool):
-    raise judging.JudgeReplyError(
-        f'answer judge {judge.name!r} must reply {{"correct": true|false}},'
-        f' got {reply!r:.120}'
-    )
-  return verdict
+
+  def verdict(reply) -> bool:
+    value = reply.get('correct')
+    if not isinstance(value, bool):
+      raise judging.JudgeReplyError(
+          f'answer judge {judge.name!r} must reply {{"correct": true|false}},'
+          f' got {reply!r:.120}'
+      )
+    return value
+
+  (reply,) = await judging.sample_json(judge, prompt, 1, sampling, verdict)
+  return verdict(reply)
 
 
 async def score_rollout(

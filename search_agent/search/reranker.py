@@ -17,6 +17,7 @@ import re
 from typing import Protocol, Sequence, TypeVar
 
 from search_agent.llm import protocol
+from search_agent.llm import role_client
 from search_agent.llm.prompts import prompt as prompt_lib
 
 ON_ERROR = ('raise', 'keep_order')
@@ -180,13 +181,22 @@ class LLMReranker:
         temperature=self.config.temperature, max_tokens=self.config.max_tokens
     )
     reply = ''
+
+    def parse(text: str) -> tuple[tuple[int, ...], int]:
+      nonlocal reply
+      reply = text
+      try:
+        return parse_order(text, len(head))
+      except ValueError as e:
+        raise protocol.ReplyFormatError(str(e)) from e
+
     try:
-      completions = await self.llm.chat(
-          [{'role': 'user', 'content': message}], params
+      # A reply naming no candidate is asked again (the role's parse
+      # retries when self.llm is a RoleLLM, else 2), counted.
+      order, placed = await role_client.chat_parsed(
+          self.llm, [{'role': 'user', 'content': message}], params, parse
       )
-      reply = completions[0].text
-      order, placed = parse_order(reply, len(head))
-    except (protocol.LLMError, ValueError) as e:
+    except protocol.LLMError as e:
       reason = f'{type(e).__name__}: {e}'
       if self.config.on_error == 'raise':
         raise RerankError(

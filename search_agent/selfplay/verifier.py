@@ -18,6 +18,7 @@ import re
 from typing import Any, Protocol, Sequence
 
 from search_agent.llm import protocol
+from search_agent.llm import role_client
 from search_agent.rewards import answer_match
 from search_agent.selfplay import proposal as proposal_lib
 
@@ -34,7 +35,7 @@ MANIFEST = {
 _JSON = re.compile(r'\{.*\}', re.S)
 
 
-class VerifierError(protocol.LLMError):
+class VerifierError(protocol.ReplyFormatError):
   """The Verifier's reply could not be read (the seed is retried)."""
 
 
@@ -112,17 +113,28 @@ class LLMVerifier:
     [out] = await self.llm.chat([{'role': 'user', 'content': prompt}], params)
     return out.text
 
+  async def _ask_field(self, prompt: str, field: str) -> bool:
+    """The boolean `field` of the reply; an unusable reply is asked again
+    (`role_client.chat_parsed`) and raises VerifierError when none parses."""
+    params = protocol.SamplingParams(
+        temperature=0.0, max_tokens=self.max_tokens
+    )
+    return await role_client.chat_parsed(
+        self.llm, [{'role': 'user', 'content': prompt}], params,
+        lambda text: _json_field(text, field),
+    )  # fmt: skip
+
   async def valid(self, prop, observations) -> bool:
     chain = '\n'.join(f'{i + 1}. [{e.doc}] {e.fact}' for i, e in
                       enumerate(prop.chain))  # fmt: skip
     trace = '\n---\n'.join(observations)[-self.trace_chars :]
-    text = await self._ask(
+    return await self._ask_field(
         proposal_lib.load('verify_validity.md').render(
             chain=chain, question=prop.question, answer=prop.answer,
             trace=trace,
-        )
+        ),
+        'valid',
     )  # fmt: skip
-    return _json_field(text, 'valid')
 
   async def knows(self, question: str, reference: str) -> bool:
     text = await self._ask(
@@ -137,9 +149,9 @@ class LLMVerifier:
       return True  # exact match first, as the RL answer judge
     if not (response or '').strip():
       return False
-    text = await self._ask(
+    return await self._ask_field(
         proposal_lib.load('verify_answer.md').render(
             question=question, reference=reference, response=response
-        )
+        ),
+        'correct',
     )
-    return _json_field(text, 'correct')

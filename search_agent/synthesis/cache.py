@@ -43,12 +43,14 @@ class CachedLLM:
 
   Attributes:
     name: The wrapped model's name.
+    wrapped: The wrapped model.
     hits: Calls answered from the cache.
     misses: Calls sent to the model.
   """
 
   def __init__(self, llm: protocol.LLM, cache_dir: str | os.PathLike[str]):
     self._llm = llm
+    self.wrapped = llm
     self.name = llm.name
     self._dir = pathlib.Path(cache_dir)
     self._dir.mkdir(parents=True, exist_ok=True)

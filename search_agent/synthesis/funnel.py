@@ -34,7 +34,7 @@ def funnel(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         continue
       stages['controller_pass'] += 1
       reviewed += isinstance(e.get('critic'), dict)
-      if e['decision'] == 'returned:critic':
+      if e['decision'] in ('returned:critic', 'returned:critic_error'):
         continue
       stages['critic_excellent'] += 1
       if isinstance(e.get('solver'), dict):
@@ -54,6 +54,11 @@ def funnel(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
           for s in order
       ],
       'decisions': dict(sorted(decisions.items())),
+      'role_errors': {
+          k: v
+          for k, v in sorted(decisions.items())
+          if k.endswith('_error') or k == 'returned:generator:llm_error'
+      },
       'too_easy': decisions['too_easy'],
       'hard_candidates': decisions['hard_candidate'],
       'per_proposal_acceptance': _rate(stages['accepted'], n),
@@ -119,11 +124,37 @@ def markdown(report: dict[str, Any]) -> str:
       '|---|---:|',
   ]
   lines += [f'| {k} | {v:,} |' for k, v in f['decisions'].items()]
+  lines += _roles_markdown(report)
   for name in ('anchor_graphs', 'evidence_graphs', 'tasks'):
     lines += ['', f'## {name.replace("_", " ").capitalize()}', '']
     for k, v in report.get(name, {}).items():
       lines.append(f'- {k}: {v}')
   return '\n'.join(lines) + '\n'
+
+
+_ROLE_COLUMNS = (
+    'calls', 'failed_calls', 'parse_failures', 'parse_retries',
+    'parse_errors', 'length_finishes', 'http_retries', 'cache_hits',
+)  # fmt: skip
+
+
+def _roles_markdown(report: dict[str, Any]) -> list[str]:
+  """The LLM roles' counters and the role check, as Markdown lines."""
+  roles = report.get('roles') or {}
+  if not roles:
+    return []
+  lines = ['', '## LLM roles', '',
+           '| role | model | ' + ' | '.join(_ROLE_COLUMNS) + ' |',
+           '|---|---|' + '---:|' * len(_ROLE_COLUMNS)]  # fmt: skip
+  for name, r in roles.items():
+    cells = ' | '.join(str(r.get(k, '')) for k in _ROLE_COLUMNS)
+    lines.append(f'| {name} | {r.get("model", "")} | {cells} |')
+  probes = (report.get('role_check') or {}).get('probes') or {}
+  if probes:
+    lines += ['', '## Role check (one probe per role; decides nothing)', '',
+              '| stage | outcome |', '|---|---|']  # fmt: skip
+    lines += [f'| {k} | {v["outcome"]} |' for k, v in probes.items()]
+  return lines
 
 
 def plot(report: dict[str, Any], path: str) -> None:

@@ -100,6 +100,29 @@ def passage_for(text: str, *names: str) -> str:
   return ''
 
 
+def _check_question(reply) -> None:
+  """An authored question: a string question and lists where lists go."""
+  if not isinstance(reply.get('question') or '', str):
+    raise judging.JudgeReplyError(
+        f'question author gave a non-string "question": {reply!r:.120}'
+    )
+  for key in ('reasoning_path', 'entities'):
+    if not isinstance(reply.get(key) or [], list):
+      raise judging.JudgeReplyError(
+          f'question author: "{key}" must be a list: {reply!r:.120}'
+      )
+
+
+def _check_abstract(reply) -> None:
+  if not isinstance(reply.get('question') or '', str) or not isinstance(
+      reply.get('references') or {}, dict
+  ):
+    raise judging.JudgeReplyError(
+        'abstraction needs a string "question" and a "references" object:'
+        f' {reply!r:.120}'
+    )
+
+
 def _relations(reply) -> list[dict[str, str]]:
   items = reply.get('relations')
   if not isinstance(items, list):
@@ -150,7 +173,10 @@ class IrisGenerator:
         for p in pages
     )
     distilled = await prompting.ask_json(
-        self.llm, 'iris_distill', {'answer': graph.answer, 'pages': text}
+        self.llm,
+        'iris_distill',
+        {'answer': graph.answer, 'pages': text},
+        check=_relations,
     )
     titles = {self._docs[p].title for p in pages}
     rels = [r for r in _relations(distilled) if r.get('page', '') in titles]
@@ -244,7 +270,7 @@ class IrisGenerator:
          'relations': '\n'.join(
              f'{r["subject"]} | {r["relation"]} | {r["object"]}' for r in rels),
          'feedback': prompting.format_feedback(feedback)},
-        seed=revision,
+        seed=revision, check=_check_question,
     )  # fmt: skip
     path = authored.get('reasoning_path') or []
     question = str(authored.get('question') or '').strip()
@@ -262,6 +288,7 @@ class IrisGenerator:
     abstracted = await prompting.ask_json(
         self.llm, 'iris_abstract',
         {'question': question, 'answer': graph.answer, 'entities': facts},
+        check=_check_abstract,
     )  # fmt: skip
     final = str(abstracted.get('question') or '').strip()
     meta = dict(base, original_question=question, reasoning_path=path,
@@ -312,13 +339,16 @@ class SemanticJudge:
     reply = await prompting.ask_json(
         self.llm, 'semantic_match',
         {'question': question, 'answer': answer, 'prediction': prediction},
+        check=self._check,
     )  # fmt: skip
+    return reply['match']
+
+  def _check(self, reply) -> None:
     if not isinstance(reply.get('match'), bool):
       raise judging.JudgeReplyError(
           f'semantic judge {self.llm.name!r} must reply {{"match": bool}}:'
           f' {reply!r:.120}'
       )
-    return reply['match']
 
 
 _ANSWER_LINE = re.compile(r'Answer:\s*(.+)\s*$', re.I | re.M)

@@ -8,6 +8,7 @@ from typing import Any
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.synthesis import journal as journal_lib
 from search_agent.synthesis import pipeline
+from search_agent.synthesis import role_check
 from search_agent.synthesis import roles as roles_lib
 from search_agent.synthesis.controller import Controller
 from search_agent.synthesis.loop import SynthesisLoop
@@ -65,7 +66,13 @@ def run_job(
   )
   built = roles.build(job, prep, workdir)
   engine = tantivy_engine(index_dir)
+  checked = None
   try:
+    if job.role_check and hasattr(roles, 'check'):
+      checked, check_s = pipeline.timed(roles.check, built, prep)
+      checked['seconds'] = check_s
+      if job.role_check_fail_fast:
+        role_check.raise_on_failed(checked)
     loop = SynthesisLoop(
         built['generator'],
         Controller(prep.docs, prep.claims, engine, job.controller),
@@ -85,6 +92,11 @@ def run_job(
     engine.close()
     if hasattr(roles, 'close'):
       roles.close()
+  extras = {}
+  if hasattr(roles, 'report'):
+    extras['roles'] = roles.report()
+  if checked is not None:
+    extras['role_check'] = checked
   manifest = {
       'mode': job.mode,
       'roles': job.programmatic_roles(),
@@ -105,6 +117,7 @@ def run_job(
       job.rl_fraction,
       job.seed,
       manifest,
+      extras,
   )
   report['seconds_total'] = round(time.perf_counter() - start, 2)
   return report

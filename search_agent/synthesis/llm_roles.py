@@ -35,15 +35,46 @@ class LLMClaimExtractor:
   in that passage (or is a linked page's title), and its subject is the
   page or a linked page. Claims are deduplicated per page by (relation,
   object); the object is resolved to a page by title.
+
+  A page whose extraction fails (the call failed, or no reply parsed after
+  the role's re-asks) gets no LLM claims; with `fallback='pattern'` it gets
+  the sentence-pattern claims instead. Either way it is counted in
+  `report()` (pages, failed pages, fallback pages, the first errors).
   """
 
-  def __init__(self, llm: protocol.LLM, max_concurrency: int = 8):
+  def __init__(
+      self,
+      llm: protocol.LLM,
+      max_concurrency: int = 8,
+      fallback: str = 'none',
+  ):
+    if fallback not in ('none', 'pattern'):
+      raise ValueError(
+          f"extractor fallback must be 'none' or 'pattern': {fallback!r}"
+      )
     self.llm = llm
-    self._sem = asyncio.Semaphore(max_concurrency)
+    self.fallback = fallback
+    self._max_concurrency = max_concurrency
+    self.pages = 0
+    self.failed_pages = 0
+    self.fallback_pages = 0
+    self.errors: list[str] = []
+
+  def report(self) -> dict:
+    """What extraction did, for funnel.json."""
+    return {
+        'pages': self.pages,
+        'failed_pages': self.failed_pages,
+        'fallback': self.fallback,
+        'fallback_pages': self.fallback_pages,
+        'first_errors': self.errors[:5],
+    }
 
   async def page_claims(
-      self, doc: Document, docs: dict[str, Document], resolve
+      self, doc: Document, docs: dict[str, Document], resolve, sem=None
   ) -> list[PageClaim]:
+    """The page's LLM claims (raises LLMError when extraction failed)."""
+    sem = sem or asyncio.Semaphore(1)
     linked = [docs[t] for t in doc.links if t in docs]
     names = {entities.display_name(d.title): d.doc_id for d in linked}
     passages = [
@@ -61,14 +92,19 @@ class LLMClaimExtractor:
         ) or '(none)',
         'passages': '\n'.join(f'{i}. {p}' for i, p in enumerate(passages, 1)),
     }  # fmt: skip
-    async with self._sem:
-      reply = await prompting.ask_json(self.llm, 'claim_extract', fields)
-    items = reply.get('claims')
-    if not isinstance(items, list):
-      raise judging.JudgeReplyError(
-          f'extractor {self.llm.name!r} must reply {{"claims": [...]}}, got'
-          f' {reply!r:.120}'
+
+    def check(reply):
+      if not isinstance(reply.get('claims'), list):
+        raise judging.JudgeReplyError(
+            f'extractor {self.llm.name!r} must reply {{"claims": [...]}}, got'
+            f' {reply!r:.120}'
+        )
+
+    async with sem:
+      reply = await prompting.ask_json(
+          self.llm, 'claim_extract', fields, check=check
       )
+    items = reply['claims']
     out, seen = [], set()
     subject_names = {entities.display_name(doc.title), doc.title}
     for x in items:
@@ -103,12 +139,23 @@ class LLMClaimExtractor:
     by_id = {d.doc_id: d for d in docs}
     resolver = patterns.Extractor(by_id, title_index)
 
+    async def one(doc, sem):
+      try:
+        return await self.page_claims(doc, by_id, resolver.resolve, sem)
+      except protocol.LLMError as e:
+        self.failed_pages += 1
+        self.errors.append(f'{doc.doc_id}: {e}'[:300])
+        if self.fallback == 'pattern':
+          self.fallback_pages += 1
+          return resolver.extract(doc)
+        return []
+
     async def run_all():
-      got = await asyncio.gather(*(
-          self.page_claims(d, by_id, resolver.resolve) for d in docs
-      ))  # fmt: skip
+      sem = asyncio.Semaphore(self._max_concurrency)
+      got = await asyncio.gather(*(one(d, sem) for d in docs))
       return {d.doc_id: cs for d, cs in zip(docs, got)}
 
+    self.pages += len(docs)
     return asyncio.run(run_all())
 
 
@@ -120,6 +167,19 @@ class LLMGenerator:
     self.name = f'llm:{llm.name}'
     self._titles = {k: d.title for k, d in docs.items()}
 
+  def _check(self, reply) -> None:
+    question = reply.get('question')
+    if not isinstance(question, str) or not question.strip():
+      raise judging.JudgeReplyError(
+          f'generator {self.llm.name!r} gave no "question": {reply!r:.120}'
+      )
+    for key in ('paths_used', 'starting_entities'):
+      if not isinstance(reply.get(key) or [], list):
+        raise judging.JudgeReplyError(
+            f'generator {self.llm.name!r}: "{key}" must be a list, got'
+            f' {reply.get(key)!r:.80}'
+        )
+
   async def propose(self, graph, revision, feedback):
     reply = await prompting.ask_json(
         self.llm,
@@ -130,12 +190,9 @@ class LLMGenerator:
             'feedback': prompting.format_feedback(feedback),
         },
         seed=revision,
+        check=self._check,
     )
-    question = reply.get('question')
-    if not isinstance(question, str) or not question.strip():
-      raise judging.JudgeReplyError(
-          f'generator {self.llm.name!r} gave no "question": {reply!r:.120}'
-      )
+    question = reply['question']
     used = [
         i for i in reply.get('paths_used') or [1]
         if isinstance(i, int) and 1 <= i <= len(graph.paths)
@@ -168,6 +225,22 @@ class LLMCritic:
     self.name = f'llm:{llm.name}'
     self._titles = {k: d.title for k, d in docs.items()}
 
+  def _check(self, reply) -> None:
+    ratings = reply.get('ratings')
+    if not isinstance(ratings, dict) or set(roles.CRITIC_DIMENSIONS) - set(
+        ratings
+    ):
+      raise judging.JudgeReplyError(
+          f'critic {self.llm.name!r} must rate {roles.CRITIC_DIMENSIONS},'
+          f' got {reply!r:.160}'
+      )
+    try:
+      float(reply.get('score') or 0.0)
+    except (TypeError, ValueError) as e:
+      raise judging.JudgeReplyError(
+          f'critic {self.llm.name!r} score is not a number: {reply!r:.160}'
+      ) from e
+
   async def review(self, proposal: Proposal, graph: EvidenceGraph):
     reply = await prompting.ask_json(
         self.llm,
@@ -177,20 +250,21 @@ class LLMCritic:
             'answer': proposal.answer,
             'evidence': prompting.format_graph(graph, self._titles),
         },
+        check=self._check,
     )
-    ratings = reply.get('ratings')
-    if not isinstance(ratings, dict) or set(roles.CRITIC_DIMENSIONS) - set(
-        ratings
-    ):
-      raise judging.JudgeReplyError(
-          f'critic {self.llm.name!r} must rate {roles.CRITIC_DIMENSIONS},'
-          f' got {reply!r:.160}'
-      )
+    ratings = reply['ratings']
     return roles.Review(
         ratings={k: str(ratings[k]).lower() for k in roles.CRITIC_DIMENSIONS},
         diagnosis=str(reply.get('diagnosis', '')),
         score=float(reply.get('score') or 0.0),
     )
+
+  def _check_validity(self, reply) -> None:
+    if not isinstance(reply.get('valid'), bool):
+      raise judging.JudgeReplyError(
+          f'critic {self.llm.name!r} validity review needs "valid": true|false,'
+          f' got {reply!r:.160}'
+      )
 
   async def validity(self, proposal, attempt, samples):
     graph_text = prompting.format_path(1, proposal.path, self._titles)
@@ -204,13 +278,14 @@ class LLMCritic:
     }
     replies = await asyncio.gather(*(
         prompting.ask_json(
-            self.llm, 'validity', fields, temperature=1.0, seed=i
+            self.llm, 'validity', fields, temperature=1.0, seed=i,
+            check=self._check_validity,
         )
         for i in range(samples)
     ))  # fmt: skip
     return [
         roles.Validity(
-            valid=r.get('valid') is True,
+            valid=r['valid'],
             confidence=str(r.get('confidence', 'low')).lower(),
             reason=str(r.get('reason', '')),
         )
@@ -233,6 +308,17 @@ class LLMVerifier:
     self._titles = {key: d.title for key, d in docs.items()}
     self._k = k
 
+  def _check(self, reply) -> None:
+    constraints = reply.get('constraints')
+    if (
+        not isinstance(constraints, list)
+        or not constraints
+        or not all(isinstance(c, dict) for c in constraints)
+    ):
+      raise judging.JudgeReplyError(
+          f'verifier {self.llm.name!r} listed no constraints: {reply!r:.120}'
+      )
+
   async def verify(self, proposal, graph):
     evidence = prompting.format_graph(graph, self._titles)
     reply = await prompting.ask_json(
@@ -240,12 +326,9 @@ class LLMVerifier:
         'verify_constraints',
         {'question': proposal.question, 'answer': proposal.answer,
          'evidence': evidence},
+        check=self._check,
     )  # fmt: skip
-    constraints = reply.get('constraints')
-    if not isinstance(constraints, list) or not constraints:
-      raise judging.JudgeReplyError(
-          f'verifier {self.llm.name!r} listed no constraints: {reply!r:.120}'
-      )
+    constraints = reply['constraints']
     bad = [
         c.get('text', '?')
         for c in constraints

@@ -3,18 +3,23 @@
 `LLMRoles(llms)` takes ready LLMs by name (tests pass scripted clients);
 any name it lacks is built from the job's `llm.<name>` section through
 llm.registry. Every LLM is wrapped in the response cache under
-`job.cache_dir` (default WORKDIR/llm_cache/<name>).
+`job.cache_dir` (default WORKDIR/llm_cache/<name>), inside a
+`role_client.RoleLLM` that holds the role's budget, stops and parse
+retries and counts its calls (`report()`, funnel.json `roles`).
 """
 
+import asyncio
 import pathlib
 from typing import Any
 
 from search_agent.llm import protocol
 from search_agent.llm import registry
+from search_agent.llm import role_client
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.synthesis import cache as cache_lib
 from search_agent.synthesis import iris
 from search_agent.synthesis import llm_roles
+from search_agent.synthesis import role_check
 from search_agent.synthesis import roles as roles_lib
 from search_agent.synthesis import solver as solver_lib
 from search_agent.synthesis.settings import SynthesisConfigError
@@ -26,33 +31,57 @@ class LLMRoles:
 
   def __init__(self, llms: dict[str, protocol.LLM] | None = None):
     self._given = dict(llms or {})
-    self._built: dict[str, protocol.LLM] = {}
+    self._built: dict[str, role_client.RoleLLM] = {}
+    self._extractor: llm_roles.LLMClaimExtractor | None = None
     self.engine = None
 
-  def llm(self, job: SynthesisJob, workdir: pathlib.Path, name: str):
+  def llm(
+      self, job: SynthesisJob, workdir: pathlib.Path, name: str
+  ) -> role_client.RoleLLM:
     if name in self._built:
       return self._built[name]
-    llm = self._given.get(name)
-    if llm is None:
+    root = (
+        pathlib.Path(job.cache_dir) if job.cache_dir else workdir / 'llm_cache'
+    )
+
+    def cached(llm: protocol.LLM) -> protocol.LLM:
+      return cache_lib.CachedLLM(llm, root / name)
+
+    given = self._given.get(name)
+    if given is not None:
+      llm = role_client.RoleLLM(cached(given), name)
+    else:
       section = job.llm.get(name) or {}
       if not section.get('kind'):
         raise SynthesisConfigError(
             f'the job needs an LLM for {name!r}: set --config.llm.{name}.kind'
-            f' (openai: and .openai.base_url/.model)'
+            f' (openai: and .openai.base_url/.model), or serve one model for'
+            ' every role with --config.served.enabled=True'
         )
-      llm = registry.build(registry.from_dict(section))
-    root = (
-        pathlib.Path(job.cache_dir) if job.cache_dir else workdir / 'llm_cache'
-    )
-    self._built[name] = cache_lib.CachedLLM(llm, root / name)
-    return self._built[name]
+      llm = registry.build_role(registry.from_dict(section), name, wrap=cached)
+    self._built[name] = llm
+    return llm
 
   def extractor(self, job: SynthesisJob, workdir: pathlib.Path):
     if job.role('extractor') != 'llm':
       return None
-    return llm_roles.LLMClaimExtractor(
-        self.llm(job, workdir, 'extractor'), job.loop.max_concurrency
+    self._extractor = llm_roles.LLMClaimExtractor(
+        self.llm(job, workdir, 'extractor'),
+        job.loop.max_concurrency,
+        fallback=job.extractor_fallback,
     )
+    return self._extractor
+
+  def report(self) -> dict[str, Any]:
+    """Role → its counters (calls, retries, parse failures, ...)."""
+    out = {name: llm.report() for name, llm in sorted(self._built.items())}
+    if self._extractor is not None and 'extractor' in out:
+      out['extractor']['pages'] = self._extractor.report()
+    return out
+
+  def check(self, built: dict[str, Any], prep) -> dict[str, Any]:
+    """One probe call of every built role (role_check.check)."""
+    return asyncio.run(role_check.check(built, self._extractor, prep))
 
   def build(self, job: SynthesisJob, prep, workdir) -> dict[str, Any]:
     docs = prep.docs

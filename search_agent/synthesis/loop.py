@@ -14,7 +14,14 @@ get solver attempts within each graph's solver budget:
 In RL-pool mode an accepted proposal is verified once more (constraints
 against the evidence, alternative answers) and goes back when that fails.
 A proposal the generator itself rejected (Iris's abstraction check) goes
-back before the controller. A graph stops when it reaches `max_tasks_per_graph`, its revision budget,
+back before the controller.
+
+A role that fails (its call failed, or no reply parsed after the role's
+re-asks: `LLMError`) never decides anything: the proposal goes back with
+`returned:<role>_error` and the error as its reason (the generator's:
+`returned:generator:llm_error`), so a failed critic, verifier or claim
+judge keeps the proposal out of the tasks (and out of RL's pool). A graph
+stops when it reaches `max_tasks_per_graph`, its revision budget,
 or its generator has nothing left. Without a critic or solver (the :tiny
 run) those stages are skipped and recorded as such.
 """
@@ -23,6 +30,7 @@ import asyncio
 import dataclasses
 from typing import Any, Sequence
 
+from search_agent.llm import protocol
 from search_agent.synthesis import roles
 from search_agent.synthesis.controller import Controller
 from search_agent.synthesis.records import EvidenceGraph
@@ -99,10 +107,7 @@ class SynthesisLoop:
       if not active:
         break
       proposals = await asyncio.gather(*(
-          self._bounded(
-              self.generator.propose(s.graph, s.revision, tuple(s.feedback))
-          )
-          for s in active
+          self._bounded(self._propose(s)) for s in active
       ))  # fmt: skip
       live = []
       for s, p in zip(active, proposals):
@@ -119,6 +124,25 @@ class SynthesisLoop:
         ):
           s.done = True
     return [self._record(s) for s in states]
+
+  async def _propose(self, s: _State) -> Proposal | None:
+    """The generator's proposal; a failed generator's as a rejected one."""
+    try:
+      return await self.generator.propose(
+          s.graph, s.revision, tuple(s.feedback)
+      )
+    except protocol.LLMError as e:
+      return Proposal(
+          id=roles.proposal_id(s.graph.id, s.revision, f'error{s.revision}'),
+          graph=s.graph.id,
+          question='',
+          answer=s.graph.answer,
+          aliases=(),
+          path=s.graph.paths[0],
+          generator=getattr(self.generator, 'name', 'generator'),
+          revision=s.revision,
+          meta={'rejected': 'llm_error', 'reason': _error(e)},
+      )
 
   async def _round(self, live: list[tuple[_State, Proposal]]) -> None:
     checked = []
@@ -147,12 +171,15 @@ class SynthesisLoop:
       else:
         passed.append((s, p, entry))
     reviews = await asyncio.gather(*(
-        self._bounded(self.critic.review(p, s.graph))
+        self._bounded(_or_error(self.critic.review(p, s.graph)))
         for s, p, _ in passed
     )) if self.critic else [None] * len(passed)  # fmt: skip
     excellent = []
     for (s, p, entry), review in zip(passed, reviews):
-      if review is None:
+      if isinstance(review, protocol.LLMError):
+        entry['critic'] = {'error': _error(review)}
+        self._decide(s, entry, 'returned:critic_error', _error(review))
+      elif review is None:
         entry['critic'] = 'skipped (no critic configured)'
         excellent.append((0.0, s, p, entry))
       elif not review.excellent:
@@ -178,7 +205,10 @@ class SynthesisLoop:
           s, entry, 'not_attempted', 'solver budget of the graph spent'
       )
     s.solver_attempts += 1
-    attempt = await self._bounded(self.solver.solve(p))
+    attempt = await self._bounded(_or_error(self.solver.solve(p)))
+    if isinstance(attempt, protocol.LLMError):
+      entry['solver_error'] = _error(attempt)
+      return self._decide(s, entry, 'returned:solver_error', _error(attempt))
     entry['solver'] = dataclasses.asdict(attempt)
     long = attempt.calls >= self.config.min_solver_calls
     if attempt.correct and long:
@@ -195,11 +225,16 @@ class SynthesisLoop:
           f'answered {attempt.answer!r} after {attempt.calls} calls',
           attempt,
       )
-    reviews = await self._bounded(
+    reviews = await self._bounded(_or_error(
         self.critic.validity(p, attempt, self.config.hard_reviews)
         if self.critic
         else _no_reviews()
-    )
+    ))  # fmt: skip
+    if isinstance(reviews, protocol.LLMError):
+      entry['validity'] = {'error': _error(reviews)}
+      return self._decide(
+          s, entry, 'returned:validity_error', _error(reviews), attempt
+      )
     entry['validity'] = [dataclasses.asdict(r) for r in reviews]
     if reviews and all(r.valid and r.confidence == 'high' for r in reviews):
       s.hard.append(p.id)
@@ -218,12 +253,23 @@ class SynthesisLoop:
 
   async def _accept(self, s: _State, p: Proposal, entry: dict) -> None:
     if self.verifier is not None:
-      ok, reason = await self._bounded(self.verifier.verify(p, s.graph))
+      got = await self._bounded(_or_error(self.verifier.verify(p, s.graph)))
+      if isinstance(got, protocol.LLMError):
+        entry['verification'] = {'passed': False, 'error': _error(got)}
+        return self._decide(
+            s, entry, 'returned:verification_error', _error(got)
+        )
+      ok, reason = got
       entry['verification'] = {'passed': ok, 'reason': reason}
       if not ok:
         return self._decide(s, entry, 'returned:verification', reason)
     if self.claim_selector is not None:
-      required = await self._bounded(self.claim_selector.select(p, s.graph))
+      required = await self._bounded(
+          _or_error(self.claim_selector.select(p, s.graph))
+      )
+      if isinstance(required, protocol.LLMError):
+        entry['required_claims_error'] = _error(required)
+        return self._decide(s, entry, 'returned:judge_error', _error(required))
       entry['required_claims'] = [dataclasses.asdict(c) for c in required]
       if not required:
         return self._decide(
@@ -258,3 +304,15 @@ class SynthesisLoop:
 
 async def _no_reviews() -> list:
   return []
+
+
+async def _or_error(coro):
+  """The coroutine's result, or the `LLMError` it raised."""
+  try:
+    return await coro
+  except protocol.LLMError as e:
+    return e
+
+
+def _error(e: BaseException) -> str:
+  return f'{type(e).__name__}: {e}'[:500]

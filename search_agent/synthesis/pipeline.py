@@ -190,8 +190,13 @@ def write_outputs(
     rl_fraction: float,
     seed: int,
     manifest: dict[str, Any],
+    extras: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-  """Writes every output file from the journal; returns the report."""
+  """Writes every output file from the journal; returns the report.
+
+  `extras` (e.g. the LLM roles' counters under 'roles' and the role check
+  under 'role_check') are added to funnel.json as they are.
+  """
   tasks, duplicates = collect_tasks(prep, journal)
   train, rl, held = split_lib.split_three(
       tasks, heldout_fraction, rl_fraction, seed
@@ -238,6 +243,7 @@ def write_outputs(
               | split_lib.shared_pages(rl, held)
           ),
       },
+      **(extras or {}),
   }
   journal_lib.write_atomic(
       workdir / 'funnel.json', json.dumps(report, indent=2)

@@ -1,9 +1,10 @@
 """Prompt files of the synthesis roles and one JSON-reply call helper."""
 
 import pathlib
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from search_agent.llm import protocol
+from search_agent.llm import role_client
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.rewards import judging
 from search_agent.synthesis.records import EvidenceGraph
@@ -34,18 +35,30 @@ async def ask_json(
     temperature: float = 0.0,
     seed: int | None = 0,
     max_tokens: int = 4096,
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
   """One call with prompt `name`; its reply parsed as a JSON object.
 
+  A reply without a JSON object, or one `check` rejects (raising
+  `JudgeReplyError`: a field the role needs is missing or malformed), is
+  asked again (`role_client.chat_parsed`: the role's parse retries, counted).
+
   Raises:
-    LLMError: the call failed or the reply held no JSON object.
+    JudgeReplyError: no reply held a usable JSON object.
+    LLMError: a call failed.
   """
   messages = [{'role': 'user', 'content': render(name, **fields)}]
   params = protocol.SamplingParams(
       temperature=temperature, max_tokens=max_tokens, seed=seed
   )
-  (completion,) = await llm.chat(messages, params)
-  return judging.parse_json_reply(completion.text, llm.name)
+
+  def parse(text: str) -> dict[str, Any]:
+    obj = judging.parse_json_reply(text, llm.name)
+    if check is not None:
+      check(obj)
+    return obj
+
+  return await role_client.chat_parsed(llm, messages, params, parse)
 
 
 async def ask_text(

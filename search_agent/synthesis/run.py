@@ -8,10 +8,18 @@ tasks.heldout.jsonl (agent/task.py format),
 funnel.{json,md,png}, decisions.jsonl, manifest.json and the journal to
 --workdir; the bundled index is built into WORKDIR/index if absent. A
 rerun resumes from the journal. Variants: tiny (programmatic, no LLM),
-recipe, rl_pool, iris (LLM roles; see tpu_configs/synthesis.py).
+recipe, rl_pool, iris (LLM roles; see tpu_configs/synthesis.py); `,served`
+after any of them puts every LLM role on one served model (started here,
+or `--config.served.base_url=...`): `--config=tpu_configs/synthesis.py:
+tiny,served` runs every LLM role on a tiny model this run serves and
+stops. funnel.json `roles` counts each role's calls, retries and parse
+failures.
 """
 
+import contextlib
 import json
+import logging as std_logging
+import pathlib
 
 from absl import app
 from absl import flags
@@ -19,6 +27,7 @@ from ml_collections import config_flags
 
 from search_agent.synthesis import job as job_lib
 from search_agent.synthesis import llm_setup
+from search_agent.synthesis import served
 from search_agent.synthesis import settings
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -31,11 +40,19 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   job = settings.job_from_config(_CONFIG.value)
-  roles = None
-  if any(k not in ('pattern', 'template', 'none', 'path')
-         for k in job.roles.values()):  # fmt: skip
-    roles = llm_setup.LLMRoles()
-  report = job_lib.run_job(job, _WORKDIR.value, roles)
+  # One INFO line per model call otherwise (absl routes httpx's logger).
+  std_logging.getLogger('httpx').setLevel(std_logging.WARNING)
+  with contextlib.ExitStack() as stack:
+    if job.served.enabled:
+      workdir = pathlib.Path(_WORKDIR.value)
+      workdir.mkdir(parents=True, exist_ok=True)
+      url = stack.enter_context(served.endpoint(job, workdir))
+      job = served.with_endpoint(job, url)
+    roles = None
+    if any(k not in ('pattern', 'template', 'none', 'path')
+           for k in job.roles.values()):  # fmt: skip
+      roles = llm_setup.LLMRoles()
+    report = job_lib.run_job(job, _WORKDIR.value, roles)
   print(json.dumps(report['tasks']))
   print(
       f'{report["tasks"]["train"]} train + {report["tasks"]["rl"]} RL +'

@@ -26,6 +26,53 @@ class SynthesisConfigError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class ServedConfig:
+  """One served model for every LLM role without an endpoint of its own.
+
+  Attributes:
+    enabled: Point those roles at the served model (synthesis/served.py).
+    base_url: An OpenAI-compatible API root (http://HOST:PORT/v1); '' =
+      start `python -m search_agent.serving --config=<config>` here.
+    model: The `model` sent with every request.
+    api_key_env: Environment variable holding the API key ('' = none).
+    config: The serve config to start (a tpu_configs/serve.py variant).
+    overrides: 'KEY=VALUE' overrides of that config.
+    env: 'NAME=value' environment of the started server.
+    start_timeout_s: How long the started server may take to answer.
+    timeout_s: Read timeout of one request of a served role.
+    max_retries: Client retries of a served role's request.
+    backoff_s: First backoff of those retries.
+    max_concurrency: Requests in flight per served role.
+    max_tokens: Cap on one call of a served role (0 = as the role asks).
+  """
+
+  enabled: bool = False
+  base_url: str = ''
+  model: str = ''
+  api_key_env: str = ''
+  config: str = ''
+  overrides: tuple[str, ...] = ()
+  env: tuple[str, ...] = ()
+  start_timeout_s: float = 600.0
+  timeout_s: float = 600.0
+  max_retries: int = 4
+  backoff_s: float = 1.0
+  max_concurrency: int = 16
+  max_tokens: int = 0
+
+  def __post_init__(self):
+    if self.enabled and not (self.base_url or self.config):
+      raise SynthesisConfigError(
+          'served.enabled needs served.base_url (an OpenAI-compatible API'
+          ' root) or served.config (a tpu_configs/serve.py variant to start)'
+      )
+    if self.max_tokens < 0:
+      raise SynthesisConfigError(
+          f'served.max_tokens must be >= 0: {self.max_tokens}'
+      )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SynthesisJob:
   """One synthesis run.
 
@@ -48,6 +95,15 @@ class SynthesisJob:
     seed: Split seed.
     progress: Progress bars.
     cache_dir: Response cache directory ('' = WORKDIR/llm_cache).
+    extractor_fallback: 'none' (a page whose LLM extraction failed has no
+      claims) or 'pattern' (it gets the sentence-pattern claims); counted
+      either way.
+    role_check: Probe every LLM role once before the loop
+      (synthesis/role_check.py; funnel.json `role_check`).
+    role_check_fail_fast: Stop before the loop when a probe's call failed
+      (not when its reply did not parse).
+    served: The served model of every LLM role without an endpoint of its
+      own (synthesis/served.py).
   """
 
   mode: str = 'recipe'
@@ -66,8 +122,17 @@ class SynthesisJob:
   seed: int = 0
   progress: bool = True
   cache_dir: str = ''
+  extractor_fallback: str = 'none'
+  role_check: bool = False
+  role_check_fail_fast: bool = True
+  served: ServedConfig = ServedConfig()
 
   def __post_init__(self):
+    if self.extractor_fallback not in ('none', 'pattern'):
+      raise SynthesisConfigError(
+          "extractor_fallback must be 'none' or 'pattern':"
+          f' {self.extractor_fallback!r}'
+      )
     if self.mode not in ('recipe', 'iris'):
       raise SynthesisConfigError(
           f"mode must be 'recipe' or 'iris': {self.mode!r}"
@@ -127,4 +192,14 @@ def job_from_config(c: ml_collections.ConfigDict) -> SynthesisJob:
       seed=d['seed'],
       progress=d['progress'],
       cache_dir=d['cache_dir'],
+      extractor_fallback=d['extractor_fallback'],
+      role_check=d['role_check'],
+      role_check_fail_fast=d['role_check_fail_fast'],
+      served=ServedConfig(
+          **dict(
+              d['served'],
+              overrides=tuple(x for x in d['served']['overrides'] if x),
+              env=tuple(x for x in d['served']['env'] if x),
+          )
+      ),
   )

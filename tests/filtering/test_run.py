@@ -97,6 +97,8 @@ def test_pulse_iris_with_scripted_llm(repo_root, tmp_path):
   assert stages['min_tool_turns']['kept'] == 1
   assert stages['turn_mask']['stats']['turns_judged'] == 2
   assert stages['turn_mask']['stats']['turns_masked'] == 0
+  judge = json.loads((tmp_path / 'llm_roles.json').read_text())['judge']
+  assert judge['calls'] >= 2 and judge['parse_failures'] == 0
 
 
 def test_llm_modes_without_an_llm_fail_clearly(repo_root, tmp_path):
@@ -172,8 +174,15 @@ def test_iris_job_with_scripted_judges(repo_root, tmp_path):
 def test_judge_failures_go_to_undecided(repo_root, tmp_path):
   data = repo_root / 'tests' / 'filtering' / 'data' / 'webdancer_20.jsonl'
   job = jobs.FilterJob(input_path=str(data), judge='llm')
-  replies = iter(['{"correct": true}', 'not json'] * 10)
-  llm = scripted.ScriptedLLM(lambda _: next(replies))
+  verdicts = {}  # prompt -> its reply: every other trajectory unreadable
+
+  def respond(messages):
+    key = messages[-1]['content']
+    if key not in verdicts:
+      verdicts[key] = 'not json' if len(verdicts) % 2 else '{"correct": true}'
+    return verdicts[key]
+
+  llm = scripted.ScriptedLLM(respond)
   rep = asyncio.run(jobs.run_filter(job, tmp_path, judge_llm=llm))
   stage = rep['stages'][1]
   assert stage['errors'] == 10 and stage['kept'] == 10

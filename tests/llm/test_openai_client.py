@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from search_agent.agent import toolcall
 from search_agent.llm import openai_client
 from search_agent.llm import protocol
 
@@ -186,6 +187,52 @@ def test_token_id_strings_in_logprobs_are_decoded():
       1,
   )
   assert c.token_ids == (11, 12) and c.logprobs == (-1.0, -2.0)
+
+
+def test_served_policy_versions_give_the_oldest_version():
+  choice = {'message': {'content': 'a'}, 'token_ids': [1, 2, 3]}
+  got = openai_client.parse_response(
+      {
+          'choices': [dict(choice, index=0), dict(choice, index=1)],
+          'policy_versions': [[4, 4, 5], []],
+      },
+      2,
+  )
+  assert [c.policy_version for c in got] == [4, None]
+  [plain] = openai_client.parse_response({'choices': [choice]}, 1)
+  assert plain.policy_version is None
+  with pytest.raises(ValueError, match='policy_versions'):
+    openai_client.parse_response(
+        {'choices': [choice], 'policy_versions': [[1], [2]]}, 1
+    )
+
+
+def test_structured_tool_calls_become_tool_call_blocks():
+  [c] = openai_client.parse_response(
+      {
+          'choices': [{
+              'message': {
+                  'content': None,
+                  'tool_calls': [
+                      {'type': 'function', 'function': {
+                          'name': 'search',
+                          'arguments': '{"query": ["glass cage"]}'}},
+                      {'type': 'function', 'function': {
+                          'name': 'visit', 'arguments': 'not json'}},
+                  ],
+              },
+          }]
+      },
+      1,
+  )  # fmt: skip
+  parsed = toolcall.parse_assistant(c.text, ['search', 'visit'])
+  assert [t.name for t in parsed.tool_calls] == ['search']
+  assert parsed.tool_calls[0].arguments == {'query': ['glass cage']}
+  assert parsed.has_invalid_tool_call  # the unparsable arguments, reported
+  with pytest.raises(ValueError, match='function name'):
+    openai_client.parse_response(
+        {'choices': [{'message': {'tool_calls': [{'x': 1}]}}]}, 1
+    )
 
 
 def test_retry_after_header_is_honoured():

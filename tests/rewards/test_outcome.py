@@ -28,13 +28,15 @@ def test_total_reward_hand_worked():
 
 
 def test_judge_answer_short_circuits_and_asks():
-  judge = scripted.ScriptedLLM([json.dumps({'correct': True}), 'yes'])
+  judge = scripted.ScriptedLLM([json.dumps({'correct': True})] + ['yes'] * 3)
   run = lambda p: asyncio.run(outcome.judge_answer(judge, TASK, p))
   assert run('12000') and not judge.calls  # exact match, no call
   assert not run('') and not judge.calls  # empty answer, no call
   assert run('about 12 thousand people')
-  with pytest.raises(judging.JudgeReplyError):
+  # 'yes' is no verdict: asked again twice, then an error (never a yes).
+  with pytest.raises(judging.JudgeReplyError, match='3 attempt'):
     run('13,000')
+  assert len(judge.calls) == 4
 
 
 def test_score_rollout_no_claims_means_full_coverage():

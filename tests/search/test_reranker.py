@@ -76,13 +76,14 @@ def test_failed_rerank_raises_by_default():
   llm = ScriptedLLM([protocol.LLMError('timeout')])
   with pytest.raises(reranker.RerankError, match='timeout'):
     _rerank(llm, reranker.RerankConfig(enabled=True))
+  # A reply naming no candidate is asked again (twice), then an error.
   with pytest.raises(reranker.RerankError, match='names no candidate'):
-    _rerank(ScriptedLLM(['no idea']), reranker.RerankConfig(enabled=True))
+    _rerank(ScriptedLLM(['no idea'] * 3), reranker.RerankConfig(enabled=True))
 
 
 def test_failed_rerank_keeps_order_when_configured_and_records_why():
   config = reranker.RerankConfig(enabled=True, on_error='keep_order')
-  hits, result = _rerank(ScriptedLLM(['no idea']), config)
+  hits, result = _rerank(ScriptedLLM(['no idea'] * 3), config)
   assert hits == HITS
   assert 'names no candidate' in result.fallback
   assert result.reply == 'no idea'
