@@ -16,15 +16,19 @@ of answering from the other shards; it is retried `search_retries` times.
 """
 
 import dataclasses
+import datetime
+import hashlib
+import json
 import logging
 import time
 from typing import Any, Callable, Iterable, Sequence
+import uuid
 
-from search_agent.corpus.passages import split_passages
 from search_agent.corpus.record import Document
 from search_agent.search import es_bodies
 from search_agent.search import es_bulk
 from search_agent.search import es_indices
+from search_agent.search import es_load
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.backend import VIEWS
@@ -60,6 +64,10 @@ class EsIndexConfig:
     retry_backoff_s: Wait before the first such retry; doubles each retry.
     green_timeout_s: How long the build waits for green once replicas are
       raised.
+    force_merge_segments: Force-merge each shard to this many segments
+      before the replicas are made (0: no force-merge).
+    resume: Resume an unfinished build of the same corpus and layout
+      instead of starting over.
   """
 
   cluster: ClusterConfig = ClusterConfig()
@@ -72,6 +80,8 @@ class EsIndexConfig:
   search_retries: int = 3
   retry_backoff_s: float = 0.5
   green_timeout_s: float = 600.0
+  force_merge_segments: int = 0
+  resume: bool = True
 
   def __post_init__(self):
     if self.shards < 1 or self.replicas < 0 or self.queries_per_msearch < 1:
@@ -83,17 +93,20 @@ class EsIndexConfig:
       raise ValueError(f'search_retries must be >= 0: {self.search_retries}')
 
 
-def _actions(docs: Iterable[Document], build: IndexBuildConfig, names, seen):
-  for ordinal, doc in enumerate(docs):
-    if doc.doc_id in seen:
-      raise BackendError(
-          f'duplicate doc_id {doc.doc_id!r}; doc_ids must be unique'
-      )
-    seen.add(doc.doc_id)
-    passages = split_passages(
-        doc, build.passage_window_words, build.passage_stride_words
-    )
-    yield from es_bodies.bulk_actions(doc, passages, names, ordinal=ordinal)
+def _fingerprint(config: EsIndexConfig, build: IndexBuildConfig, source) -> str:
+  """What a resumed build must share with the run it resumes."""
+  what = {
+      'build': dict(build.__dict__),
+      'shards': config.shards,
+      'streams': config.bulk.streams,
+      'source': source,
+  }
+  return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def _new_build_id() -> str:
+  now = datetime.datetime.now(datetime.timezone.utc)
+  return f'{now:%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}'
 
 
 def build_es_index(
@@ -103,78 +116,157 @@ def build_es_index(
     *,
     overwrite: bool = False,
     progress: Callable[[es_bulk.BulkStats], None] | None = None,
+    source: str = '',
+    on_loaded: Callable[[dict[str, Any], dict[str, str]], None] | None = None,
 ) -> dict[str, Any]:
-  """Creates the indices for `docs` and loads them.
+  """Creates the indices for `docs`, loads them and swaps them in.
+
+  The build writes indices of its own (`es_indices.physical_names`) with
+  no replica, in `config.bulk.streams` parallel streams; then it
+  force-merges (if asked), raises the replicas, waits for green and points
+  the aliases `<prefix>-doc` / `<prefix>-passage` at them in one atomic
+  step, deleting the indices they pointed at before. A build that stopped
+  half-way (killed, a node lost) is resumed by the next run with the same
+  corpus, layout and build config (`config.resume`; see `es_load`).
 
   Args:
     config: Cluster and index layout.
-    docs: The corpus, doc_ids unique.
+    docs: The corpus, doc_ids unique (a duplicate is refused past
+      `config.bulk.max_duplicates`; which copy is kept is not defined with
+      several streams).
     build: Passage window/stride and analysis (stopwords, stemming).
-    overwrite: Delete existing indices of that prefix first; otherwise an
-      existing index is an error. A build that failed half-way leaves its
-      indices behind: rebuild with overwrite.
+    overwrite: Replace the indices of that prefix, if any, once the new
+      ones are green; otherwise an existing index is an error.
     progress: Called after each bulk request with the running stats.
+    source: What the corpus is (e.g. its spec as JSON): a resumed build
+      must have the same.
+    on_loaded: Called with the result and the new indices once they are
+      green, before they are swapped in (e.g. to store a manifest).
 
   Returns:
-    Counts and timings: {'documents', 'passages', 'actions', 'requests',
-    'retried', 'seconds'}.
+    Counts and timings: {'documents', 'passages', 'actions' (the index's
+    rows), 'indexed' (rows written by this run), 'requests', 'retried',
+    'duplicates', 'resumed', 'skipped_docs', 'bytes', 'seconds',
+    'build_id', 'indices'}.
 
   Raises:
-    BackendError: the cluster is unreachable, the indices exist (without
-      overwrite), or loading failed.
+    BackendError: the cluster is unreachable or too small for the replicas,
+      the indices exist (without overwrite), or loading failed.
   """
   client = SearchClient(config.cluster)
-  names = es_bodies.index_names(config.index_prefix)
+  prefix = config.index_prefix
+  state = es_load.BuildState(client, prefix)
   t0 = time.monotonic()
   try:
     client.check_cluster()
-    indices = client.raw.indices
-    existing = [
-        name
-        for name in names.values()
-        if client.call('exists', indices.exists, index=name)
-    ]
-    if existing and not overwrite:
+    es_indices.check_room_for_replicas(client, config.replicas)
+    old = es_indices.serving(client, prefix)
+    if any(old.values()) and not overwrite:
+      name = es_bodies.index_names(prefix)[next(k for k in old if old[k])]
       raise BackendError(
-          f'index {existing[0]} already exists; pick another index_prefix or'
+          f'index {name} already exists; pick another index_prefix or'
           ' rebuild with overwrite'
       )
-    for name in existing:
-      client.call('delete index', indices.delete, index=name)
-    es_indices.check_room_for_replicas(client, config.replicas)
-    for kind, name in names.items():
-      body = es_bodies.create_index_body(
-          kind, build, shards=config.shards, replicas=0
-      )
-      client.call('create index', indices.create, index=name, body=body)
-    seen: set[str] = set()
-    stats = es_bulk.bulk_load(
-        client, _actions(docs, build, names, seen), config.bulk, progress
+    fingerprint = _fingerprint(config, build, source)
+    build_id, names, resume = _resume_or_create(
+        client, config, build, state, fingerprint
+    )
+    stats = es_load.load(
+        client,
+        docs,
+        build,
+        names,
+        config.bulk,
+        state=state,
+        resume=resume,
+        progress=progress,
     )
     es_indices.finish_load(
         client,
         list(names.values()),
         replicas=config.replicas,
         green_timeout_s=config.green_timeout_s,
+        merge_segments=config.force_merge_segments,
     )
+    count = {
+        kind: int(client.call('count', client.raw.count, index=name)['count'])
+        for kind, name in names.items()
+    }
+    result = {
+        'documents': count['doc'],
+        'passages': count['passage'],
+        'actions': count['doc'] + count['passage'],
+        'indexed': stats.indexed,
+        'requests': stats.requests,
+        'retried': stats.retried,
+        'duplicates': stats.duplicates,
+        'resumed': stats.resumed,
+        'skipped_docs': stats.skipped_docs,
+        'bytes': stats.bytes,
+        'build_id': build_id,
+        'indices': dict(names),
+    }
+    if on_loaded:
+      on_loaded(result, names)
+    es_indices.swap_aliases(client, prefix, names, old)
+    state.delete()
   finally:
     client.close()
-  seconds = time.monotonic() - t0
+  result['seconds'] = time.monotonic() - t0
   logging.info(
-      'indexed %d documents (%d actions) into %s-* in %.1f s',
-      len(seen),
+      'indexed %d documents (%d passages, %d rows written by this run, %d'
+      ' duplicates, %d documents resumed) into %s in %.1f s',
+      result['documents'],
+      result['passages'],
       stats.indexed,
-      config.index_prefix,
-      seconds,
+      stats.duplicates,
+      stats.skipped_docs,
+      ', '.join(names.values()),
+      result['seconds'],
   )
-  return {
-      'documents': len(seen),
-      'passages': stats.indexed - len(seen),
-      'actions': stats.indexed,
-      'requests': stats.requests,
-      'retried': stats.retried,
-      'seconds': seconds,
-  }
+  return result
+
+
+def _resume_or_create(client, config, build, state, fingerprint):
+  """(build id, physical index names, checkpoints or None): an unfinished
+  build of the same fingerprint to resume, else new, empty indices."""
+  raw = client.raw
+  previous = state.read()
+  if previous:
+    names = es_indices.physical_names(config.index_prefix, previous['build_id'])
+    exist = all(
+        client.call('exists', raw.indices.exists, index=n)
+        for n in names.values()
+    )
+    if config.resume and exist and previous['fingerprint'] == fingerprint:
+      resume = state.checkpoints(config.bulk.streams)
+      logging.info(
+          'resuming build %s at %s documents per stream',
+          previous['build_id'],
+          [c.done for c in resume],
+      )
+      return previous['build_id'], names, resume
+    logging.info(
+        'discarding the unfinished build %s (%s)',
+        previous['build_id'],
+        'resume is off'
+        if not config.resume
+        else 'another corpus or layout'
+        if exist
+        else 'its indices are gone',
+    )
+    for name in names.values():
+      if client.call('exists', raw.indices.exists, index=name):
+        client.call('delete index', raw.indices.delete, index=name)
+  build_id = _new_build_id()
+  names = es_indices.physical_names(config.index_prefix, build_id)
+  for kind, name in names.items():
+    body = es_bodies.create_index_body(
+        kind, build, shards=config.shards, replicas=0
+    )
+    client.call('create index', raw.indices.create, index=name, body=body)
+  state.start(build_id, fingerprint, config.bulk.streams)
+  return build_id, names, None
 
 
 class EsBackend:

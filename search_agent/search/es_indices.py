@@ -1,4 +1,11 @@
-"""Index lifecycle on a cluster: room for replicas, finishing a load, green.
+"""Index lifecycle on a cluster: room for replicas, finishing a load, green,
+aliases.
+
+Each build writes its own indices (`physical_names`: the prefix's names plus
+a build id) and searches go through aliases named `<prefix>-doc` and
+`<prefix>-passage`; a finished build swaps them atomically
+(`swap_aliases`), so a rebuild replaces the serving index only once it is
+complete and green.
 
 A load runs with no replica and no refresh (`es_bodies.create_index_body`):
 every document is written once, not once per copy. `finish_load` then
@@ -12,6 +19,7 @@ import logging
 import time
 from typing import Sequence
 
+from search_agent.search import es_bodies
 from search_agent.search.backend import BackendError
 from search_agent.search.es_client import SearchClient
 
@@ -125,3 +133,49 @@ def finish_load(
     )
     client.call('refresh', indices.refresh, index=name)
   wait_green(client, names, green_timeout_s)
+
+
+def physical_names(prefix: str, build_id: str) -> dict[str, str]:
+  """The indices one build writes: {'doc': '<prefix>-doc-<build_id>', ...};
+  `es_bodies.index_names(prefix)` are the aliases searches use."""
+  return {
+      kind: f'{name}-{build_id}'
+      for kind, name in es_bodies.index_names(prefix).items()
+  }
+
+
+def serving(client: SearchClient, prefix: str) -> dict[str, list[str]]:
+  """Per kind, the indices its alias points at now: [] if none, the index
+  itself if a build from before aliases made one of that name."""
+  raw = client.raw
+  out = {}
+  for kind, name in es_bodies.index_names(prefix).items():
+    if client.call('exists', raw.indices.exists, index=name):
+      out[kind] = sorted(client.call('get', raw.indices.get, index=name))
+    else:
+      out[kind] = []
+  return out
+
+
+def swap_aliases(
+    client: SearchClient,
+    prefix: str,
+    new: dict[str, str],
+    old: dict[str, list[str]],
+) -> None:
+  """Points each kind's alias at `new[kind]` and deletes the `old` indices,
+  in one atomic `_aliases` call: a search sees the old build or the new
+  one, never neither. An old index named like the alias (built before
+  aliases) is deleted first."""
+  raw = client.raw
+  aliases = es_bodies.index_names(prefix)
+  actions: list[dict] = []
+  for kind, alias in aliases.items():
+    for index in old.get(kind, []):
+      if index == alias:
+        logging.info('deleting %s (an index, not an alias) first', index)
+        client.call('delete index', raw.indices.delete, index=index)
+      else:
+        actions.append({'remove_index': {'index': index}})
+    actions.append({'add': {'index': new[kind], 'alias': alias}})
+  client.call('aliases', raw.indices.update_aliases, body={'actions': actions})

@@ -57,11 +57,27 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           search_retries=3,
           retry_backoff_s=0.5,
           green_timeout_s=600.0,
+          # Force-merge each shard to this many segments after the load
+          # (0: no); faster searches on an index that will not change.
+          force_merge_segments=0,
+          # Rerunning a build that was killed resumes it (same corpus,
+          # layout and streams) instead of starting over.
+          resume=True,
       )
   )
   c.bulk = ml_collections.ConfigDict(
       dict(
-          actions_per_request=1000,  # documents + passages per _bulk
+          actions_per_request=1000,  # most documents + passages per _bulk
+          # A request closes at this many bytes; none may pass
+          # max_request_bytes (the cluster's http.max_content_length,
+          # 100 MB by default, answers 413).
+          chunk_bytes=8 << 20,
+          max_request_bytes=95 << 20,
+          # Parallel bulk streams (document i goes to stream i % streams);
+          # a resumed build needs the same number.
+          streams=2,
+          # Duplicate doc_ids tolerated (logged, the first copy kept).
+          max_duplicates=0,
           max_retries=8,  # on 429/502/503/504 or an unreachable node
           initial_backoff_s=0.5,  # doubles each retry
           max_backoff_s=30.0,
