@@ -155,6 +155,7 @@ def _raw_client(config: ClusterConfig):
   )
 
 
+_TLS_ERRORS = (opensearchpy.SSLError, elastic_transport.TlsError)
 _NO_ANSWER = (
     opensearchpy.ConnectionError,
     elastic_transport.ConnectionError,
@@ -198,6 +199,13 @@ class SearchClient:
     """
     try:
       return fn(**kwargs)
+    except _TLS_ERRORS as e:
+      raise BackendError(
+          f'{what}: TLS with the cluster at {", ".join(self.config.hosts)}'
+          f' failed ({type(e).__name__}: {str(e)[:300]}); if its'
+          ' certificates come from a private CA, set cluster.ca_certs to'
+          " that CA's PEM file"
+      ) from e
     except _CLIENT_ERRORS as e:
       status, detail = _classify(e)
       where = ', '.join(self.config.hosts)
