@@ -15,6 +15,8 @@ from search_agent.corpus import twowiki
 from search_agent.corpus.record import Document
 from search_agent.search import es_backend
 from search_agent.search import es_bulk
+from search_agent.search import es_client
+from search_agent.search import es_indices
 from search_agent.search.backend import BackendError
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.parser import parse_query
@@ -183,3 +185,21 @@ def test_a_rebuild_swaps_in_atomically_under_searches(cluster, corpus):
     backend.close()
   finally:
     cluster.delete_indices(config.index_prefix)
+
+
+def test_waiting_for_green_that_never_comes_is_a_clear_error(cluster):
+  # One node cannot hold a replica: yellow for ever. Each health wait that
+  # times out is answered 408, which must read as "not yet", not a refusal.
+  config = dataclasses.replace(cluster.config(), request_timeout_s=6)
+  client = es_client.SearchClient(config)
+  name = f'test-yellow-{uuid.uuid4().hex[:8]}'
+  client.raw.indices.create(
+      index=name,
+      body={'settings': {'number_of_shards': 1, 'number_of_replicas': 1}},
+  )
+  try:
+    with pytest.raises(BackendError, match='not green after 3 s.*1 unassig'):
+      es_indices.wait_green(client, [name], timeout_s=3)
+  finally:
+    client.raw.indices.delete(index=name)
+    client.close()
