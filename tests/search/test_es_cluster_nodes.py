@@ -1,10 +1,16 @@
-"""Losing a node of a real 3-node Elasticsearch cluster: healed or loud.
+"""A real 3-node Elasticsearch cluster: its launcher, and losing a node.
 
-The test starts its own cluster (launch/elasticsearch.sh, ELASTICSEARCH_NODES
-=3, homes in tmp) so that killing nodes disturbs no other test. Each test
-SIGKILLs one node's JVM by pid while the search service (the real app,
-`service.create_app`, reached through `client.HttpSearch` with its retries)
-answers searches:
+The module starts its own cluster (launch/elasticsearch.sh,
+ELASTICSEARCH_NODES=3, homes in tmp, free ports) so that killing nodes
+disturbs no other test, and the tests run in order on it:
+
+  * the launcher: three nodes form one cluster, `status` and `stop` find
+    them from the port alone, a SIGKILLed node comes back with `start` and
+    rejoins; at the end `stop` ends every node.
+
+The node-loss tests SIGKILL one node's JVM by pid while the search service
+(the real app, `service.create_app`, reached through `client.HttpSearch`
+with its retries) answers searches:
 
   * 3 shards x 1 replica, 16 concurrent clients: no failed call, every
     answer identical to the one before the kill; the node restarted by
@@ -15,6 +21,7 @@ answers searches:
 """
 
 import asyncio
+import pathlib
 import time
 import uuid
 
@@ -30,7 +37,7 @@ from search_agent.search import service
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.engine import SearchEngine
 from search_agent.search.parser import parse_query
-from tests.search import es_cluster_nodes
+from tests.search import es_own_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +47,7 @@ KILLED = 1  # es-1: any node; the other two keep a master quorum
 
 @pytest.fixture(scope='module')
 def nodes(tmp_path_factory):
-  cluster = es_cluster_nodes.OwnCluster(
+  cluster = es_own_cluster.OwnCluster(
       tmp_path_factory.mktemp('es-loss') / 'cluster', nodes=3
   )
   try:
@@ -59,6 +66,33 @@ def corpus():
 def queries(corpus) -> list[str]:
   topics, _ = calibration.make_known_item_topics(corpus, 32)
   return list(topics.values())
+
+
+def test_three_nodes_form_one_cluster_and_a_killed_one_rejoins(nodes):
+  pids = [nodes.pid(i) for i in range(3)]
+  assert len(set(pids)) == 3
+  health = nodes.health()
+  assert health['number_of_nodes'] == health['number_of_data_nodes'] == 3
+  assert health['status'] == 'green'
+  answer = es_own_cluster.get_json(nodes.urls[2] + '/_nodes')
+  assert {n['name'] for n in answer['nodes'].values()} == {
+      'es-0',
+      'es-1',
+      'es-2',
+  }
+  for i in range(3):  # each node its own home
+    assert (nodes.home / f'node-{i}' / 'data').is_dir()
+  # status and stop need no ELASTICSEARCH_NODES: the home says how many.
+  assert nodes.run('status', nodes=False).returncode == 0
+  nodes.kill(1)
+  status = nodes.run('status', nodes=False)
+  assert status.returncode == 1
+  assert '2 of 3 nodes running' in status.stdout
+  again = nodes.run('start')
+  assert again.returncode == 0, again.stderr
+  assert 'es-0 already running' in again.stdout
+  assert nodes.pid(0) == pids[0] and nodes.pid(1) != pids[1]
+  assert nodes.wait_green(nodes.urls[1])['number_of_nodes'] == 3
 
 
 def _config(nodes, replicas: int, **index) -> es_backend.EsIndexConfig:
@@ -109,11 +143,11 @@ def test_with_a_replica_16_clients_see_no_failure_and_the_same_answers(
   async def run():
     before = [_answers(await http.search(b, 10)) for b in batches]
     assert all(len(a) == 10 for answers in before for a in answers)
-    calls, failures, differing = 0, [], 0
-    killed_at = None
+    calls, failures, differing, after_kill = 0, [], 0, 0
+    killed = asyncio.Event()
 
     async def client(i: int, deadline: float):
-      nonlocal calls, differing
+      nonlocal calls, differing, after_kill
       j = i
       while time.monotonic() < deadline:
         batch = j % len(batches)
@@ -124,23 +158,26 @@ def test_with_a_replica_16_clients_see_no_failure_and_the_same_answers(
           failures.append(str(e))
           continue
         calls += 1
+        after_kill += killed.is_set()
         differing += got != before[batch]
 
     t0 = time.monotonic()
     tasks = [asyncio.create_task(client(i, t0 + 25)) for i in range(16)]
     await asyncio.sleep(5)
     pid = nodes.kill(KILLED)
+    killed.set()
     killed_at = time.monotonic() - t0
     await asyncio.gather(*tasks)
     print(
         f'replicated: killed pid {pid} at {killed_at:.1f} s; {calls} calls'
-        f' from 16 clients, {len(failures)} failed, {differing} differing'
+        f' from 16 clients ({after_kill} after the kill), {len(failures)}'
+        f' failed, {differing} differing'
     )
-    return calls, failures, differing
+    return after_kill, failures, differing
 
   try:
-    calls, failures, differing = asyncio.run(run())
-    assert calls > 32
+    after_kill, failures, differing = asyncio.run(run())
+    assert after_kill >= 16  # the searches went on without the node
     assert failures == []
     assert differing == 0
     _rejoin(nodes)
@@ -201,3 +238,13 @@ def test_without_replicas_every_affected_call_fails_loudly(
   finally:
     asyncio.run(http.aclose())
     engine.close()
+
+
+def test_stop_stops_every_node(nodes):
+  pids = [nodes.pid(i) for i in range(3)]
+  stopped = nodes.stop()
+  assert stopped.returncode == 0, stopped.stderr
+  assert 'stopped 3 nodes' in stopped.stdout
+  for pid in pids:
+    assert not pathlib.Path(f'/proc/{pid}').exists()
+  assert nodes.run('status', nodes=False).returncode == 1
