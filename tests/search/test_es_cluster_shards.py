@@ -11,6 +11,8 @@ by shard and segment unless the sort does (`es_bodies.TIE_BREAK_SORT`).
 
 import json
 import re
+import subprocess
+import sys
 import urllib.request
 import uuid
 
@@ -124,3 +126,39 @@ def test_fused_results_are_the_same_at_1_and_4_shards(builds, shared_data):
     ]
     engine.close()
   assert fused[1, 0] == fused[4, 1]
+
+
+def test_index_query_gives_the_same_top10_at_4_shards_as_at_1(
+    builds, elasticsearch_cluster_urls, repo_root
+):
+  docs, configs = builds
+  queries = [
+      f'--query={re.sub(r"[^\w ]", " ", d.title)} born' for d in docs[::400]
+  ]
+  outputs = []
+  for layout in ((1, 0), (4, 1)):
+    out = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'index.query',
+            '--config=tpu_configs/search/serve.py',
+            '--config.backend=opensearch',
+            '--config.opensearch.cluster.flavor=elasticsearch',
+            '--config.opensearch.cluster.hosts='
+            f'{tuple(elasticsearch_cluster_urls)!r}',
+            f'--config.opensearch.index.prefix={configs[layout].index_prefix}',
+            '--k=10',
+            *queries,
+        ],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    outputs.append(out.stdout)
+  assert outputs[0] == outputs[1]
+  assert outputs[0].count('=== ') == len(queries)
+  assert outputs[0].count('<https://') >= 9 * len(queries)
