@@ -8,6 +8,7 @@ not be reached, timed out, or answered 429/502/503/504: worth retrying).
 """
 
 import dataclasses
+import logging
 import os
 from typing import Any, Callable
 
@@ -19,6 +20,12 @@ from search_agent.search.backend import BackendError
 
 FLAVORS = ('opensearch', 'elasticsearch')
 TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
+
+# Both clients log every request at INFO (method, URL, status, duration):
+# under absl's INFO default that is a log line per search in index.serve.
+# Failures still log at WARNING.
+for _name in ('elastic_transport.transport', 'opensearch'):
+  logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 class TransientError(BackendError):

@@ -175,6 +175,7 @@ def load(
     t.start()
   chunks = [None] * streams
   sent = [0] * streams  # documents per stream, skipped ones included
+  queued = 0
   t0 = time.monotonic()
   try:
     for ordinal, doc in enumerate(docs):
@@ -206,7 +207,8 @@ def load(
       ):
         queues[s].put(chunk)
         chunks[s] = None
-        if ordinal % 50_000 == 0:
+        queued += 1
+        if queued % 100 == 0:
           logging.info(
               'bulk: %d documents read, %d actions indexed (%.0f/s)',
               ordinal + 1,
