@@ -67,7 +67,8 @@ class OwnCluster:
         **os.environ,
         'ELASTICSEARCH_PORT': str(self.port),
         'ELASTICSEARCH_HOME': str(self.home),
-        'ELASTICSEARCH_STOP_WITH_PID': '',
+        # The nodes end with this process even if a test dies mid-way.
+        'ELASTICSEARCH_STOP_WITH_PID': str(os.getpid()),
         'CI': '',
         **extra,
     }
