@@ -1,17 +1,36 @@
 #!/usr/bin/env bash
 # Builds (once) and starts or stops a single-node Elasticsearch 9 for the
-# `elasticsearch` flavor (index/elasticsearch_node/), beside the OpenSearch one.
+# `elasticsearch` flavor (index/elasticsearch_node/), beside the OpenSearch one,
+# or, with ELASTICSEARCH_NODES=N, a cluster of N nodes on loopback.
 #
 #   bash launch/elasticsearch.sh start    # build if needed, start, wait for health
 #   bash launch/elasticsearch.sh stop     # SIGTERM, wait, then SIGKILL if it hangs
 #   bash launch/elasticsearch.sh status   # exit 0 and print the URL if running
 #
+#   ELASTICSEARCH_PORT=9301 ELASTICSEARCH_NODES=3 bash launch/elasticsearch.sh start
+#   ELASTICSEARCH_PORT=9301 bash launch/elasticsearch.sh stop   # every node
+#
+# A cluster's nodes are es-0..es-(N-1), HTTP on PORT..PORT+N-1 and transport
+# on ELASTICSEARCH_TRANSPORT_PORT.. (default PORT+200..), every one
+# master-eligible and a data node, each with its own home (data, node.pid,
+# node.log) under ELASTICSEARCH_HOME/node-<i>. `start` on a cluster already
+# running starts only the nodes that are down (a killed node rejoins); `stop`
+# and `status` with that port (and home) find every node without
+# ELASTICSEARCH_NODES, from the home's `nodes` file.
+#
 # Environment (all optional):
 #   ELASTICSEARCH_PORT           HTTP port on 127.0.0.1 (default 9201, so it
-#                                never clashes with OpenSearch on 9200)
-#   ELASTICSEARCH_HOME           data, logs, pid file (default build/elasticsearch)
-#   ELASTICSEARCH_JAVA_OPTS      heap options (default "-Xms512m -Xmx1g")
-#   ELASTICSEARCH_START_TIMEOUT  seconds to wait for yellow/green (default 120)
+#                                never clashes with OpenSearch on 9200); a
+#                                cluster's first node
+#   ELASTICSEARCH_NODES          N >= 1: a cluster of N nodes (unset: the
+#                                single-node discovery node)
+#   ELASTICSEARCH_TRANSPORT_PORT a cluster's first transport port (PORT+200)
+#   ELASTICSEARCH_HOME           data, logs, pid file (default build/elasticsearch;
+#                                a cluster: build/elasticsearch-cluster-PORT)
+#   ELASTICSEARCH_JAVA_OPTS      heap options (default "-Xms512m -Xmx1g"; each
+#                                node of a cluster "-Xms256m -Xmx512m")
+#   ELASTICSEARCH_START_TIMEOUT  seconds to wait for yellow/green (default 120;
+#                                a cluster: 300, for all its nodes to join)
 #   ELASTICSEARCH_STOP_WITH_PID  the node stops by itself when this process ends
 #                                (default under CI=true: the caller)
 #   JAVA_HOME                    used if it is Java 21+ (Elasticsearch 9 needs
@@ -23,8 +42,19 @@ repo=$(pwd)
 
 port=${ELASTICSEARCH_PORT:-9201}
 home=${ELASTICSEARCH_HOME:-$repo/build/elasticsearch}
-java_opts=${ELASTICSEARCH_JAVA_OPTS:--Xms512m -Xmx1g}
-timeout=${ELASTICSEARCH_START_TIMEOUT:-120}
+cluster_home=${ELASTICSEARCH_HOME:-$repo/build/elasticsearch-cluster-$port}
+nodes=${ELASTICSEARCH_NODES:-}
+if [ -z "$nodes" ] && [ -f "$cluster_home/nodes" ]; then
+  nodes=$(cat "$cluster_home/nodes")
+fi
+if [ -n "$nodes" ]; then
+  java_opts=${ELASTICSEARCH_JAVA_OPTS:--Xms256m -Xmx512m}
+  timeout=${ELASTICSEARCH_START_TIMEOUT:-300}
+else
+  java_opts=${ELASTICSEARCH_JAVA_OPTS:--Xms512m -Xmx1g}
+  timeout=${ELASTICSEARCH_START_TIMEOUT:-120}
+fi
+transport_port=${ELASTICSEARCH_TRANSPORT_PORT:-$((port + 200))}
 stop_with=${ELASTICSEARCH_STOP_WITH_PID:-}
 if [ -z "$stop_with" ] && [ "${CI:-}" = true ]; then stop_with=$PPID; fi
 src=$repo/index/elasticsearch_node
@@ -45,6 +75,22 @@ marker=$main
 download='~40'
 # shellcheck source=launch/jvm_node.sh
 . "$repo/launch/jvm_node.sh"
+
+native_flags() {
+  # elasticsearch-native loads libzstd.so from es.nativelibs.path (the
+  # distribution ships it, Maven does not): use the system one. Without it
+  # native access is off and index.codec=best_compression fails on refresh.
+  # libvec.so (SIMD int8 vectors) has no stand-in, so it is switched off.
+  local zstd
+  zstd=$(PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null |
+    awk '/libzstd\.so\.1 .*x86-64/ {print $NF; exit}' || true)
+  if [ -n "$zstd" ]; then
+    mkdir -p "$1/native"
+    ln -sf "$zstd" "$1/native/libzstd.so"
+    echo "-Des.nativelibs.path=$1/native" \
+      "-Dorg.elasticsearch.nativeaccess.enableVectorLibrary=false"
+  fi
+}
 
 start() {
   need curl "install curl (Debian: apt-get install curl)"
@@ -67,19 +113,8 @@ start() {
   mkdir -p "$home"
   say "starting node on $url (home $home, JVM $java_opts${stop_with:+, stops with pid $stop_with})"
   local t0=$SECONDS
-  # elasticsearch-native loads libzstd.so from es.nativelibs.path (the
-  # distribution ships it, Maven does not): use the system one. Without it
-  # native access is off and index.codec=best_compression fails on refresh.
-  # libvec.so (SIMD int8 vectors) has no stand-in, so it is switched off.
-  local flags=$es_flags zstd
-  zstd=$(PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null |
-    awk '/libzstd\.so\.1 .*x86-64/ {print $NF; exit}' || true)
-  if [ -n "$zstd" ]; then
-    mkdir -p "$home/native"
-    ln -sf "$zstd" "$home/native/libzstd.so"
-    flags="$flags -Des.nativelibs.path=$home/native"
-    flags="$flags -Dorg.elasticsearch.nativeaccess.enableVectorLibrary=false"
-  fi
+  local flags
+  flags="$es_flags $(native_flags "$home")"
   # shellcheck disable=SC2086  # the option lists are lists; stop_with may be empty.
   nohup "$java" $java_opts $flags -cp "$jar:$src/target/lib/*" "$main" \
     "$home" "$port" $stop_with >"$log" 2>&1 &
@@ -88,6 +123,18 @@ start() {
   say "up in $((SECONDS - t0)) s (pid $(cat "$pidfile")): $url"
 }
 
+# shellcheck source=launch/elasticsearch_cluster.sh
+. "$repo/launch/elasticsearch_cluster.sh"
+
+if [ -n "$nodes" ]; then
+  case "${1:-}" in
+    start) cluster_start ;;
+    stop) cluster_stop ;;
+    status) cluster_status ;;
+    *) die "usage: bash launch/elasticsearch.sh start|stop|status" ;;
+  esac
+  exit 0
+fi
 case "${1:-}" in
   start) start ;;
   stop) stop ;;

@@ -101,9 +101,11 @@ def create_index_body(
   """
   text = {'type': 'text', 'analyzer': ANALYZER}
   keyword = {'type': 'keyword'}
+  ordinal = {'type': 'long', 'index': False}  # sorted on, never searched
   if kind == 'doc':
     properties = {
         'doc_id': keyword,
+        ORD: ordinal,
         'url': {'type': 'keyword', 'index': False, 'doc_values': False},
         'site': keyword,
         'links': {'type': 'keyword', 'index': False, 'doc_values': False},
@@ -112,7 +114,12 @@ def create_index_body(
     }
     source: dict[str, Any] = {}
   elif kind == 'passage':
-    properties = {'doc_id': keyword, 'site': keyword, 'text': text}
+    properties = {
+        'doc_id': keyword,
+        ORD: ordinal,
+        'site': keyword,
+        'text': text,
+    }
     source = {'excludes': ['text']}
   else:
     raise ValueError(f"kind must be 'doc' or 'passage', got {kind!r}")
@@ -134,10 +141,11 @@ def create_index_body(
   }
 
 
-def doc_source(doc: Document) -> dict[str, Any]:
-  """The `_source` of a document row."""
+def doc_source(doc: Document, ordinal: int = 0) -> dict[str, Any]:
+  """The `_source` of a document row; `ordinal`: its place in the corpus."""
   return {
       'doc_id': doc.doc_id,
+      ORD: ordinal,
       'url': doc.url,
       'site': sites.host_suffixes(doc.url),
       'links': list(doc.links),
@@ -157,16 +165,52 @@ def document_from_source(source: dict[str, Any]) -> Document:
 
 
 def bulk_actions(
-    doc: Document, passages: Sequence[Passage], names: dict[str, str]
+    doc: Document,
+    passages: Sequence[Passage],
+    names: dict[str, str],
+    *,
+    ordinal: int = 0,
+    op_type: str = 'index',
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-  """(action, source) pairs indexing one document and its passages."""
-  yield {'index': {'_index': names['doc'], '_id': doc.doc_id}}, doc_source(doc)
+  """(action, source) pairs indexing one document and its passages.
+
+  Args:
+    doc: The document.
+    passages: Its passages.
+    names: `index_names`.
+    ordinal: The document's place in the corpus (ties break by it).
+    op_type: 'index' (replace a row of the same _id) or 'create' (a row of
+      that _id already there is refused with 409: a duplicate, or a row a
+      resumed build already wrote).
+  """
+  yield (
+      {op_type: {'_index': names['doc'], '_id': doc.doc_id}},
+      doc_source(doc, ordinal),
+  )
   site = sites.host_suffixes(doc.url)
   for p in passages:
     yield (
-        {'index': {'_index': names['passage'], '_id': p.passage_id}},
-        {'doc_id': p.doc_id, 'site': site, 'text': p.text},
+        {op_type: {'_index': names['passage'], '_id': p.passage_id}},
+        {'doc_id': p.doc_id, ORD: ordinal, 'site': site, 'text': p.text},
     )
+
+
+# Hits in score order, equal scores in corpus order (`ORD`: a document's
+# position in the corpus it was built from; a passage row carries its
+# parent's), then by doc_id: the same order whatever the shard count and
+# segment layout (Lucene alone breaks ties by shard, then by internal doc
+# number), and the order tantivy's single-writer index gives ties (doc
+# address = insertion order). `track_scores` keeps `_score` in the hits; an
+# index built without `ORD` sorts ties by doc_id only.
+ORD = 'ord'
+TIE_BREAK_SORT = (
+    {'_score': 'desc'},
+    {ORD: {'order': 'asc', 'unmapped_type': 'long'}},
+    {'doc_id': 'asc'},
+)
+# Every shard computes BM25 with the index-wide term and document
+# statistics (one extra round per search); a 1-shard search skips it.
+EXACT_SEARCH_TYPE = 'dfs_query_then_fetch'
 
 
 def view_search_body(query: ParsedQuery, view: str, k: int) -> dict[str, Any]:
@@ -176,7 +220,8 @@ def view_search_body(query: ParsedQuery, view: str, k: int) -> dict[str, Any]:
   word is a scoring OR clause (summed BM25), each phrase a required, scoring
   phrase clause in the view's field (a phrase of stopwords only constrains
   nothing: `zero_terms_query: all`), and the site filter a non-scoring
-  term filter on the host suffixes.
+  term filter on the host suffixes. Ties break by doc_id
+  (`TIE_BREAK_SORT`).
   """
   field = VIEW_FIELDS[view]
   phrases = [
@@ -188,6 +233,8 @@ def view_search_body(query: ParsedQuery, view: str, k: int) -> dict[str, Any]:
       'size': k,
       '_source': False,
       'track_total_hits': False,
+      'sort': list(TIE_BREAK_SORT),
+      'track_scores': True,
       'query': {
           'bool': {
               'should': [
@@ -205,17 +252,27 @@ def view_search_body(query: ParsedQuery, view: str, k: int) -> dict[str, Any]:
 
 
 def msearch_body(
-    queries: Sequence[ParsedQuery], k: int, names: dict[str, str]
+    queries: Sequence[ParsedQuery],
+    k: int,
+    names: dict[str, str],
+    *,
+    exact: bool = True,
 ) -> list[dict[str, Any]]:
   """Header/body lines of one `_msearch` running every view of every query.
 
   Searches are in query-major order: query 0's views in `VIEW_FIELDS` order,
-  then query 1's, and so on.
+  then query 1's, and so on. A search never answers from part of the
+  shards (`allow_partial_search_results: false`: a lost shard is an
+  error, not a shorter list). With `exact`, scores are the same whatever
+  the shard count (`EXACT_SEARCH_TYPE`).
   """
+  header: dict[str, Any] = {'allow_partial_search_results': False}
+  if exact:
+    header['search_type'] = EXACT_SEARCH_TYPE
   lines: list[dict[str, Any]] = []
   for q in queries:
     for view in VIEW_FIELDS:
-      lines.append({'index': names[VIEW_INDEX[view]]})
+      lines.append({'index': names[VIEW_INDEX[view]], **header})
       lines.append(view_search_body(q, view, k))
   return lines
 

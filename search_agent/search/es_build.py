@@ -7,7 +7,9 @@ local directory and also stored in the doc index's `_meta` mapping, so the
 cluster itself says what it holds.
 """
 
+import dataclasses
 import datetime
+import json
 import pathlib
 import time
 
@@ -17,7 +19,6 @@ from search_agent.corpus import sources
 from search_agent.corpus.manifest import BuildManifest
 from search_agent.corpus.manifest import CorpusHasher
 from search_agent.search import es_backend
-from search_agent.search import es_bodies
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.es_client import SearchClient
 
@@ -64,47 +65,59 @@ def build_es_from_spec(
       disable=not progress,
       desc=f'indexing {spec.kind} into {config.index_prefix}-*',
   )
-  with bar:
-    stats = es_backend.build_es_index(
-        config, _hashed(docs, hasher, bar), build, overwrite=overwrite
-    )
-  seconds = time.perf_counter() - start
-  n = stats['documents']
-  manifest = BuildManifest(
-      backend=config.cluster.flavor,
-      corpus={
-          'kind': spec.kind,
-          'path': spec.path or 'bundled 2Wiki copy',
-          'max_docs': spec.max_docs,
-          'derive_links': spec.derive_links,
-          'index_prefix': config.index_prefix,
-          'hosts': list(config.cluster.hosts),
-      },
-      content_sha256=hasher.hexdigest(),
-      counts={'doc': n, 'passage': stats['passages'], 'title': n},
-      config=dict(build.__dict__),
-      build_seconds=round(seconds, 3),
-      docs_per_second=round(n / max(seconds, 1e-9), 1),
-      links_note=links_note,
-      created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(
-          timespec='seconds'
-      ),
-  )
-  client = SearchClient(config.cluster)
-  try:
-    client.call(
-        'put mapping',
-        client.raw.indices.put_mapping,
-        index=es_bodies.index_names(config.index_prefix)['doc'],
-        body={
-            '_meta': {
-                'build': dict(build.__dict__),
-                'manifest': manifest.__dict__,
-            }
+  made: list[BuildManifest] = []
+
+  def store_manifest(stats, names) -> None:
+    """Puts the manifest into the new doc index before it is swapped in."""
+    seconds = time.perf_counter() - start
+    n = stats['documents']
+    manifest = BuildManifest(
+        backend=config.cluster.flavor,
+        corpus={
+            'kind': spec.kind,
+            'path': spec.path or 'bundled 2Wiki copy',
+            'max_docs': spec.max_docs,
+            'derive_links': spec.derive_links,
+            'index_prefix': config.index_prefix,
+            'hosts': list(config.cluster.hosts),
         },
+        content_sha256=hasher.hexdigest(),
+        counts={'doc': n, 'passage': stats['passages'], 'title': n},
+        config=dict(build.__dict__),
+        build_seconds=round(seconds, 3),
+        docs_per_second=round(n / max(seconds, 1e-9), 1),
+        links_note=links_note,
+        created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec='seconds'
+        ),
     )
-  finally:
-    client.close()
+    client = SearchClient(config.cluster)
+    try:
+      client.call(
+          'put mapping',
+          client.raw.indices.put_mapping,
+          index=names['doc'],
+          body={
+              '_meta': {
+                  'build': dict(build.__dict__),
+                  'manifest': manifest.__dict__,
+              }
+          },
+      )
+    finally:
+      client.close()
+    made.append(manifest)
+
+  with bar:
+    es_backend.build_es_index(
+        config,
+        _hashed(docs, hasher, bar),
+        build,
+        overwrite=overwrite,
+        source=json.dumps(dataclasses.asdict(spec), sort_keys=True),
+        on_loaded=store_manifest,
+    )
+  (manifest,) = made
   if manifest_dir is not None:
     pathlib.Path(manifest_dir).mkdir(parents=True, exist_ok=True)
     manifest.write(manifest_dir)

@@ -8,6 +8,8 @@ not be reached, timed out, or answered 429/502/503/504: worth retrying).
 """
 
 import dataclasses
+import logging
+import os
 from typing import Any, Callable
 
 import elastic_transport
@@ -19,24 +21,56 @@ from search_agent.search.backend import BackendError
 FLAVORS = ('opensearch', 'elasticsearch')
 TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
+# Both clients log every request at INFO (method, URL, status, duration):
+# under absl's INFO default that is a log line per search in index.serve.
+# Failures still log at WARNING.
+for _name in ('elastic_transport.transport', 'opensearch'):
+  logging.getLogger(_name).setLevel(logging.WARNING)
+
 
 class TransientError(BackendError):
   """A failure that may pass on retry (unreachable, overloaded, timed out)."""
+
+
+class ShardFailureError(TransientError):
+  """A search or read that did not hear from every shard it covers.
+
+  A node was lost with no replica to serve its shards, or shards timed out:
+  the answer would be partial (a shorter or different list), so it is an
+  error instead. It may pass on retry once a replica is promoted or the node
+  rejoins.
+  """
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ClusterConfig:
   """Where the cluster is and how to talk to it.
 
+  Secrets never sit in the config: `api_key_env` and `password_env` name
+  environment variables that hold them.
+
   Attributes:
     flavor: 'opensearch' (opensearch-py client) or 'elasticsearch' (the
       official elasticsearch client; it refuses to talk to OpenSearch).
-    hosts: Node URLs, e.g. ('http://127.0.0.1:9200',).
+    hosts: Node URLs, e.g. ('http://127.0.0.1:9200',); every node of a
+      cluster that may coordinate requests (https:// for TLS).
     request_timeout_s: Per-request timeout.
     client_retries: Retries the client itself makes on connection errors
-      and timeouts, before a call fails.
+      and timeouts, each on another node: at least the number of nodes that
+      may be down at once.
     connections: HTTP connections kept open per node: the most calls from
       concurrent threads that do not wait for a connection.
+    api_key_env: Environment variable holding an API key (Elasticsearch's
+      base64 `id:key` encoding), sent as `Authorization: ApiKey ...`;
+      '' for none.
+    username: Basic-auth user ('' for none); its password is in the
+      environment variable `password_env`.
+    password_env: Environment variable holding the basic-auth password.
+    ca_certs: PEM file of the CA that signed the nodes' certificates (a
+      private CA, e.g. Elasticsearch's auto-generated http_ca.crt); '' for
+      the system's CAs.
+    verify_certs: Check the nodes' TLS certificates (only turn off for a
+      throwaway test cluster).
   """
 
   flavor: str = 'opensearch'
@@ -44,12 +78,66 @@ class ClusterConfig:
   request_timeout_s: float = 30.0
   client_retries: int = 1
   connections: int = 16
+  api_key_env: str = ''
+  username: str = ''
+  password_env: str = ''
+  ca_certs: str = ''
+  verify_certs: bool = True
 
   def __post_init__(self):
     if self.flavor not in FLAVORS:
       raise ValueError(f'flavor must be one of {FLAVORS}, got {self.flavor!r}')
     if not self.hosts:
       raise ValueError('hosts is empty; give at least one node URL')
+    if isinstance(self.hosts, str):
+      raise ValueError(f'hosts must be a tuple of URLs, got {self.hosts!r}')
+    if bool(self.username) != bool(self.password_env):
+      raise ValueError(
+          'basic auth needs both username and password_env, got'
+          f' {self.username!r} and {self.password_env!r}'
+      )
+
+
+def _secret(variable: str, what: str) -> str:
+  value = os.environ.get(variable, '')
+  if not value:
+    raise BackendError(
+        f'{what}: environment variable {variable} is unset or empty; export'
+        ' it or clear the setting'
+    )
+  return value
+
+
+def _auth_kwargs(config: ClusterConfig) -> dict[str, Any]:
+  """The flavor's client arguments for API key, basic auth and TLS."""
+  kwargs: dict[str, Any] = {}
+  api_key = config.api_key_env and _secret(config.api_key_env, 'api_key_env')
+  basic = config.username and (
+      config.username,
+      _secret(config.password_env, 'password_env'),
+  )
+  if config.ca_certs and not os.path.isfile(config.ca_certs):
+    raise BackendError(f'ca_certs {config.ca_certs!r} is not a file')
+  if config.flavor == 'opensearch':
+    if api_key:
+      kwargs['headers'] = {'Authorization': f'ApiKey {api_key}'}
+    if basic:
+      kwargs['http_auth'] = basic
+    if any(h.startswith('https://') for h in config.hosts):
+      kwargs['use_ssl'] = True
+      kwargs['verify_certs'] = config.verify_certs
+      if config.ca_certs:
+        kwargs['ca_certs'] = config.ca_certs
+    return kwargs
+  if api_key:
+    kwargs['api_key'] = api_key
+  if basic:
+    kwargs['basic_auth'] = basic
+  if any(h.startswith('https://') for h in config.hosts):
+    kwargs['verify_certs'] = config.verify_certs
+    if config.ca_certs:
+      kwargs['ca_certs'] = config.ca_certs
+  return kwargs
 
 
 def _raw_client(config: ClusterConfig):
@@ -61,6 +149,7 @@ def _raw_client(config: ClusterConfig):
         retry_on_timeout=True,
         http_compress=True,
         pool_maxsize=config.connections,
+        **_auth_kwargs(config),
     )
   return elasticsearch.Elasticsearch(
       hosts=list(config.hosts),
@@ -69,9 +158,11 @@ def _raw_client(config: ClusterConfig):
       retry_on_timeout=True,
       http_compress=True,
       connections_per_node=config.connections,
+      **_auth_kwargs(config),
   )
 
 
+_TLS_ERRORS = (opensearchpy.SSLError, elastic_transport.TlsError)
 _NO_ANSWER = (
     opensearchpy.ConnectionError,
     elastic_transport.ConnectionError,
@@ -115,6 +206,13 @@ class SearchClient:
     """
     try:
       return fn(**kwargs)
+    except _TLS_ERRORS as e:
+      raise BackendError(
+          f'{what}: TLS with the cluster at {", ".join(self.config.hosts)}'
+          f' failed ({type(e).__name__}: {str(e)[:300]}); if its'
+          ' certificates come from a private CA, set cluster.ca_certs to'
+          " that CA's PEM file"
+      ) from e
     except _CLIENT_ERRORS as e:
       status, detail = _classify(e)
       where = ', '.join(self.config.hosts)

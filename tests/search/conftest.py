@@ -4,8 +4,11 @@
 session (tantivy, default build config, as `index.build` writes it).
 Tests marked `opensearch` use the node that `launch/opensearch.sh start`
 runs, tests marked `elasticsearch` the one `launch/elasticsearch.sh start`
-runs (`launch/run_tests.sh` starts both before pytest and stops them after).
-`cluster` runs a test once per flavor, each against its own real node.
+runs, tests marked `elasticsearch_cluster` the 3-node cluster that
+`ELASTICSEARCH_PORT=9301 ELASTICSEARCH_NODES=3 bash launch/elasticsearch.sh
+start` runs (`launch/run_tests.sh` starts all three before pytest and stops
+them after). `cluster` runs a test once per flavor, each against its own
+real node.
 """
 
 import dataclasses
@@ -77,6 +80,45 @@ def elasticsearch_url() -> str:
   port = os.environ.get('ELASTICSEARCH_PORT', '9201')
   url = os.environ.get('ELASTICSEARCH_URL', f'http://127.0.0.1:{port}')
   return _healthy_url('Elasticsearch', url, 'elasticsearch.sh')
+
+
+@pytest.fixture(scope='session')
+def elasticsearch_cluster_urls() -> tuple[str, ...]:
+  """HTTP URLs of the running 3-node Elasticsearch cluster.
+
+  $ELASTICSEARCH_CLUSTER_URLS (comma-separated), else 127.0.0.1 on
+  $ELASTICSEARCH_CLUSTER_PORT (default 9301) and the next two ports. Not
+  running: a failure under CI (CI=true, where launch/run_tests.sh starts
+  it), else the test is skipped with the command that starts it.
+  """
+  port = int(os.environ.get('ELASTICSEARCH_CLUSTER_PORT', '9301'))
+  urls = os.environ.get('ELASTICSEARCH_CLUSTER_URLS', '')
+  hosts = tuple(u.strip().rstrip('/') for u in urls.split(',') if u.strip())
+  hosts = hosts or tuple(f'http://127.0.0.1:{port + i}' for i in range(3))
+  health = f'{hosts[0]}/_cluster/health?wait_for_nodes=3&timeout=10s'
+  try:
+    with urllib.request.urlopen(health, timeout=15) as response:
+      answer = json.load(response)
+    problem = (
+        ''
+        if answer.get('number_of_nodes', 0) >= 3
+        and answer.get('status') in ('yellow', 'green')
+        else f'it has {answer.get("number_of_nodes")} nodes, status'
+        f' {answer.get("status")!r}'
+    )
+  except (urllib.error.URLError, OSError, ValueError) as e:
+    problem = f'no node answers ({e})'
+  if problem:
+    message = (
+        f'no 3-node Elasticsearch cluster at {hosts[0]}: {problem}. Start'
+        ' one with `ELASTICSEARCH_PORT=9301 ELASTICSEARCH_NODES=3 bash'
+        ' launch/elasticsearch.sh start` (launch/run_tests.sh does it), or'
+        ' set ELASTICSEARCH_CLUSTER_URLS'
+    )
+    if os.environ.get('CI') == 'true':
+      pytest.fail(message)
+    pytest.skip(message)
+  return hosts
 
 
 @dataclasses.dataclass(frozen=True)

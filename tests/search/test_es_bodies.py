@@ -60,8 +60,10 @@ def test_bulk_actions_carry_site_suffixes_and_parent_ids():
       text=' '.join(f'w{i}' for i in range(10)),
   )
   passages = split_passages(doc, window_words=4, stride_words=3)
-  actions = list(es_bodies.bulk_actions(doc, passages, NAMES))
+  actions = list(es_bodies.bulk_actions(doc, passages, NAMES, ordinal=7))
   assert actions[0][0] == {'index': {'_index': 't-doc', '_id': 'd1'}}
+  # Ties break in corpus order: every row carries the document's ordinal.
+  assert {s['ord'] for _, s in actions} == {7}
   assert actions[0][1]['site'] == [
       'en.m.wikipedia.org',
       'm.wikipedia.org',
@@ -95,6 +97,13 @@ def test_search_body_scores_words_and_phrases_and_filters_site():
   ]
   assert query['filter'] == [{'term': {'site': 'wikipedia.org'}}]
   assert 'collapse' not in body
+  # Equal scores break by doc_id, whatever the shard layout.
+  assert body['sort'] == [
+      {'_score': 'desc'},
+      {'ord': {'order': 'asc', 'unmapped_type': 'long'}},
+      {'doc_id': 'asc'},
+  ]
+  assert body['track_scores'] is True
 
 
 def test_passage_body_collapses_on_parent():
@@ -112,6 +121,12 @@ def test_msearch_is_query_major_in_view_order():
   assert len(lines) == 2 * 2 * len(VIEWS)
   headers = [line['index'] for line in lines[0::2]]
   assert headers == ['t-doc', 't-passage', 't-doc'] * 2
+  for header in lines[0::2]:
+    assert header['search_type'] == 'dfs_query_then_fetch'
+    assert header['allow_partial_search_results'] is False
+  inexact = es_bodies.msearch_body(qs, 5, NAMES, exact=False)
+  assert 'search_type' not in inexact[0]
+  assert inexact[0]['allow_partial_search_results'] is False
   fields = [
       next(iter(b['query']['bool']['should'][0]['match'])) for b in lines[1::2]
   ]

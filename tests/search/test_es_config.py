@@ -63,7 +63,8 @@ def test_tiny_config_builds_and_answers(repo_root, cluster):
         es, docs, IndexBuildConfig(**config.build)
     )
     assert stats['documents'] == 40
-    assert stats['requests'] == 1  # 40 docs + passages < 200 actions
+    # 40 docs + passages < 200 actions: one request per stream.
+    assert stats['requests'] == config.bulk.streams
     backend = es_backend.EsBackend(es)
     (views,) = backend.view_rankings([parse_query(docs[7].title)], 3)
     assert views['title'][0] == docs[7].doc_id

@@ -63,21 +63,20 @@ public final class SingleNode {
     watchdog.start();
   }
 
-  public static void main(String[] args) throws Exception {
-    if (args.length < 2 || args.length > 3) {
-      System.err.println("usage: SingleNode HOME_DIR HTTP_PORT [STOP_WITH_PID]");
-      System.exit(2);
-    }
+  /**
+   * Starts a node with {@code settings} and blocks until the JVM exits; with {@code stopWithPid}
+   * (or null) the node stops by itself once that process ends.
+   */
+  static void serve(Settings settings, String banner, String stopWithPid) throws Exception {
     long t0 = System.nanoTime();
-    Path home = Path.of(args[0]).toAbsolutePath();
-    int port = Integer.parseInt(args[1]);
+    Path home = Path.of(settings.get("path.home"));
     for (String dir : List.of("config", "data", "logs")) {
       Files.createDirectories(home.resolve(dir));
     }
-    Settings settings = settings(home, port);
+    String name = settings.get("node.name");
     LogConfigurator.configureWithoutConfig(settings);
     Environment env =
-        InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), null, () -> "node-0");
+        InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), null, () -> name);
     List<Class<? extends Plugin>> plugins =
         List.of(Netty4Plugin.class, RootPlugin.class, EnglishAnalysisPlugin.class);
     Node node = new ClasspathNode(env, plugins);
@@ -96,12 +95,23 @@ public final class SingleNode {
                 },
                 "node-shutdown"));
     node.start();
-    System.out.printf(
-        "elasticsearch node started on http://127.0.0.1:%d in %.1f s%n",
-        port, (System.nanoTime() - t0) / 1e9);
-    if (args.length == 3) {
-      stopWith(Long.parseLong(args[2]));
+    System.out.printf("%s in %.1f s%n", banner, (System.nanoTime() - t0) / 1e9);
+    if (stopWithPid != null) {
+      stopWith(Long.parseLong(stopWithPid));
     }
     stopped.await();
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length < 2 || args.length > 3) {
+      System.err.println("usage: SingleNode HOME_DIR HTTP_PORT [STOP_WITH_PID]");
+      System.exit(2);
+    }
+    Path home = Path.of(args[0]).toAbsolutePath();
+    int port = Integer.parseInt(args[1]);
+    serve(
+        settings(home, port),
+        "elasticsearch node started on http://127.0.0.1:" + port,
+        args.length == 3 ? args[2] : null);
   }
 }
