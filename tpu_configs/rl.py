@@ -17,6 +17,10 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TINY_TASKS = os.path.join(
     _REPO, 'search_agent', 'train', 'rl', 'data', 'tiny_tasks.jsonl'
 )
+# A tiny SFT policy made by the project's binaries (its MANIFEST.json).
+_TINY_POLICY = os.path.join(
+    _REPO, 'search_agent', 'train', 'rl', 'data', 'tiny_policy'
+)
 _CORPUS = os.path.join(
     _REPO, 'search_agent', 'corpus', 'data', '2wikimultihopqa_corpus.json'
 )
@@ -150,6 +154,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # prompt rewrites the one before, so each rollout trains as segments
     # (agent.token_record) instead of being dropped as inexact.
     c.rollout.update(dict(keep_observations=1, max_agent_steps=6))
+    if 'tiny' in variants:
+      _tiny_policy(c)
   return c
 
 
@@ -405,3 +411,20 @@ def _tiny_run(c: ml_collections.ConfigDict) -> None:
   c.search.top_k = 3
   c.judge.kind = 'deterministic'
   c.parity.max_abs_logprob_diff = 0.01
+
+
+def _tiny_policy(c: ml_collections.ConfigDict) -> None:
+  """Start from a tiny SFT policy that writes tool calls (a random one ends
+  every rollout at its first token budget, so no window ever slides), in the
+  main job's compact environment it was trained in."""
+  c.init.sft_workdir = _TINY_POLICY
+  c.search.update(dict(tools=('search',), top_k=3, snippet_words=24))
+  c.rollout.update(
+      dict(
+          system_prompt='agent_system_compact.md',
+          tool_text='signature',
+          max_tokens_per_call=64,
+      )
+  )
+  c.sampler.max_new_tokens = 64
+  c.optimizer.learning_rate = 1e-3  # the step tiny SFT's schedule ends at

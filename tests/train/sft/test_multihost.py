@@ -44,10 +44,17 @@ def _start(repo_root, workdir, processes):
   )
 
 
+def _why(out: str) -> str:
+  """The error lines of a run's output (its end is stack dumps)."""
+  lines = out.splitlines()
+  errors = [l for l in lines if 'Error' in l or '] E1' in l or 'exited' in l]
+  return '\n'.join(errors[-30:])
+
+
 def _run(repo_root, workdir, processes):
   proc = _start(repo_root, workdir, processes)
   out, _ = proc.communicate(timeout=900)
-  assert proc.returncode == 0, out[-4000:]
+  assert proc.returncode == 0, _why(out)
   return out
 
 
