@@ -24,10 +24,11 @@ hosts (`require_one_process`). docs/pods.md describes the whole model.
 import dataclasses
 import json
 import os
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from absl import logging
 import jax
+from jax._src import distributed as jax_distributed  # no public barrier
 from jax.experimental import multihost_utils
 import numpy as np
 
@@ -42,6 +43,9 @@ COORDINATOR = 'JAX_COORDINATOR_ADDRESS'
 # Seconds without a heartbeat after which the coordination service declares a
 # process dead and stops the others (JAX's default is 100).
 HEARTBEAT_TIMEOUT = 'SEARCH_AGENT_HEARTBEAT_TIMEOUT_S'
+# How long a barrier waits for the slowest process (compiling a step on a
+# busy host can take minutes).
+BARRIER_TIMEOUT_S = 1800
 
 
 class DistributedError(RuntimeError):
@@ -150,6 +154,10 @@ def initialize(environ: Mapping[str, str] | None = None) -> Topology:
           process_id=topo.process_id,
       )
     jax.distributed.initialize(**kwargs)
+    # The first collective over every device while the processes are
+    # together: JAX's CPU collectives (gloo) give the processes 30 s, not
+    # configurable, to meet at a device group's first collective.
+    multihost_utils.sync_global_devices('search_agent.distributed.initialize')
     topo = dataclasses.replace(
         topo,
         num_processes=jax.process_count(),
@@ -199,10 +207,49 @@ def require_one_process(what: str) -> None:
     )
 
 
-def barrier(name: str) -> None:
-  """Waits until every process reaches the barrier `name` (no-op alone)."""
+def barrier(name: str, timeout_s: float = BARRIER_TIMEOUT_S) -> None:
+  """Waits until every process reaches the barrier `name` (no-op alone).
+
+  The coordination service's barrier, not a device collective: it waits
+  `timeout_s` for the slowest process, where a collective's first use gives
+  CPU processes 30 s. Each name may be used once per run.
+  """
   if jax.process_count() > 1:
-    multihost_utils.sync_global_devices(name)
+    jax_distributed.global_state.client.wait_at_barrier(
+        name, int(timeout_s * 1000)
+    )
+
+
+def together(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+  """`fn` (a jitted function), compiled before its first run per signature,
+  then run only once every process has compiled it too.
+
+  Processes compile at different speeds (one may load the executable from a
+  cache, another compile it for minutes); a program's first collective then
+  waits for the slowest at a `barrier`. One process: `fn` compiled ahead,
+  run as is.
+  """
+  compiled: dict[Any, Any] = {}
+
+  def call(*args):
+    leaves, tree = jax.tree.flatten(args)
+    key = (tree, tuple(_signature(x) for x in leaves))
+    if key not in compiled:
+      exe = fn.lower(*args).compile()
+      barrier(f'{name}/compiled/{len(compiled)}')
+      compiled[key] = exe
+    return compiled[key](*args)
+
+  return call
+
+
+def _signature(x: Any) -> Any:
+  sharding = getattr(x, 'sharding', None)
+  return (
+      getattr(x, 'shape', None),
+      str(getattr(x, 'dtype', type(x))),
+      sharding,
+  )
 
 
 def broadcast(value: Any) -> Any:

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from search_agent import distributed
 from search_agent.model import logprobs
 from search_agent.model import maxtext_model
 from search_agent.train.sft import loss as loss_lib
@@ -118,22 +119,28 @@ def make_eval_step(model: maxtext_model.Model) -> Callable:
     nll, _ = jax.lax.scan(body, jnp.zeros((), jnp.float32), batch)
     return nll, loss_lib.eligible_tokens(batch['loss_mask'])
 
-  return _under_rules(model, jax.jit(step))
+  return _under_rules(
+      model, distributed.together(jax.jit(step), 'sft-eval-step')
+  )
 
 
 def _pinned_jit(step: Callable) -> Callable:
   """jit whose params/opt_state outputs keep their input shardings.
 
   Without pinning, XLA may pick other output shardings and the second call
-  recompiles; pinned, every step after the first reuses one executable.
+  recompiles; pinned, every step after the first reuses one executable. It
+  is compiled ahead of its first run on every process (`distributed.together`).
   """
   compiled = {}
 
   def call(params, opt_state, batch):
     if 'fn' not in compiled:
       shardings = jax.tree.map(lambda x: x.sharding, (params, opt_state))
-      compiled['fn'] = jax.jit(
-          step, donate_argnums=(0, 1), out_shardings=shardings + (None,)
+      compiled['fn'] = distributed.together(
+          jax.jit(
+              step, donate_argnums=(0, 1), out_shardings=shardings + (None,)
+          ),
+          'sft-train-step',
       )
     return compiled['fn'](params, opt_state, batch)
 

@@ -47,7 +47,8 @@ def _start(repo_root, workdir, processes):
 def _why(out: str) -> str:
   """The error lines of a run's output (its end is stack dumps)."""
   lines = out.splitlines()
-  errors = [l for l in lines if 'Error' in l or '] E1' in l or 'exited' in l]
+  keys = ('Error', '] E1', '] F1', 'exited', 'Check failed', 'Fatal', 'gloo')
+  errors = [l for l in lines if any(k in l for k in keys)]
   return '\n'.join(errors[-30:])
 
 
