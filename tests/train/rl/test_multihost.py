@@ -33,7 +33,9 @@ import publish_hosts
 import replay_feed
 import rl_run
 
-pytestmark = [pytest.mark.slow]
+# The module's learners run one after another (about 6 to 10 minutes each on
+# a busy 2-core CPU), and fixtures count towards the test that needs them.
+pytestmark = [pytest.mark.slow, pytest.mark.maxtext, pytest.mark.timeout(2700)]
 
 HERE = pathlib.Path(__file__).parent
 REPO = rl_run.REPO
