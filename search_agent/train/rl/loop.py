@@ -22,9 +22,11 @@ alone runs the scheduler, the queue and every shared file (state, done,
 parity, metrics, journal). It drives the others in lockstep with broadcast
 commands: `chunk` (the group ids it took; each process loads them from the
 queue and packs the same microbatches, placed as global arrays), `apply`
-(optimizer step, then the collective checkpoint and weight publish),
-`wait` (at least every `sync_s` while it polls, so no process sits in a
-collective for long) and `done`. docs/pods-rl.md has the sequence.
+(the optimizer step), `save` (after process 0's journal commit and metrics:
+the collective checkpoint and weight publish), `wait` (at least every
+`sync_s` while it polls, so no process sits in a collective for long),
+`done` and `abort` (process 0 failed between collectives).
+docs/pods-rl.md has the sequence.
 """
 
 import dataclasses
@@ -308,12 +310,14 @@ class LearnerLoop:
       report = parity_lib.measure(
           replicated_fn, self.params, mbs, self.cfg.loss
       )
-      if self.lead:  # the others stop through LeaderError
-        parity_lib.check(report, self.cfg.parity, self._parity_path())
       logging.info('step-0 parity: %s', report)
     with self.model.rules():
       acc.add(self.params, [self._global(mb) for mb in mbs], self.version,
               self.ref_params)  # fmt: skip
+    if self._parity_now and self.lead:
+      # After the collective step: a failure here reaches the others as
+      # process 0's `abort`, while they wait for its next command.
+      parity_lib.check(report, self.cfg.parity, self._parity_path())
 
   def _global(self, tree):
     """Host numpy (equal on every process) as arrays replicated on the mesh.
@@ -394,15 +398,10 @@ class LearnerLoop:
         self._parity_now = False
       elif op == 'apply':
         self._apply_update(acc)
-        self.version = cmd['version']
-        if cmd['checkpoint']:
-          self.ckpt.save(
-              self.version,
-              {'params': self.params, 'opt_state': self.opt_state},
-              {'version': self.version},  # process 0's copy is the one kept
-          )
-        self.weights.publish(self.params, self.version)
         acc = self._new_update()
+      elif op == 'save':
+        self.version = cmd['version']
+        self._save({'version': self.version})  # process 0's data is kept
       elif op == 'done':
         return
       elif op == 'abort':
@@ -424,11 +423,19 @@ class LearnerLoop:
     jax.block_until_ready(self.params)
     return self._replicate((m, gnorm))
 
-  def _checkpoint_due(self, version: int) -> bool:
-    return (
-        version % self.cfg.checkpoint_every == 0
-        or version >= self.cfg.max_updates
-    )
+  def _save(self, data: dict[str, Any]) -> None:
+    """Checkpoint (when due) and weight publish of `self.version`; collective
+    (orbax: every process writes its shards)."""
+    if (
+        self.version % self.cfg.checkpoint_every == 0
+        or self.version >= self.cfg.max_updates
+    ):
+      self.ckpt.save(
+          self.version,
+          {'params': self.params, 'opt_state': self.opt_state},
+          data,
+      )
+    self.weights.publish(self.params, self.version)
 
   def _one_update(self) -> None:
     cfg = self.cfg
@@ -480,8 +487,7 @@ class LearnerLoop:
         )
       self._idle()
     b0 = time.monotonic()
-    new = self.version + 1
-    self._command('apply', version=new, checkpoint=self._checkpoint_due(new))
+    self._command('apply')
     m, gnorm = self._apply_update(acc)
     busy += time.monotonic() - b0
     self._finish_update(used_groups, m, gnorm, busy, t0)
@@ -511,10 +517,6 @@ class LearnerLoop:
     self.metrics.write(record)
     snap = self._snapshot()
     self.state_file.write(snap)
-    if self._checkpoint_due(self.version):
-      self.ckpt.save(
-          self.version,
-          {'params': self.params, 'opt_state': self.opt_state},
-          {'version': self.version, 'learner': snap},
-      )
-    self.weights.publish(self.params, self.version)
+    # The others wait for this command while process 0 commits and writes.
+    self._command('save', version=self.version)
+    self._save({'version': self.version, 'learner': snap})
