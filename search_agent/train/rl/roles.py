@@ -108,6 +108,7 @@ def write_manifest(c, workdir: str, role: str, extra: dict[str, Any]) -> None:
 
 def build_learner(c, workdir: str, devices, check_alive=lambda: None):
   model = setup.learner_model(c, devices)
+  loop_lib.align_processes('rl-learner-model-built')  # orbax syncs next
   ckpt = checkpoint_lib.Checkpointer(
       _paths(workdir)['checkpoints'],
       checkpoint_lib.CheckpointConfig(

@@ -56,6 +56,9 @@ def main(argv):
   quiet_logs.install()
   if _ROLE.value != 'rollout':  # rollout workers: one per host, never joined
     distributed.initialize()
+    # The processes' first gloo collective while they are still together
+    # (initialize returns on all at once): gloo allows 30 s between them.
+    distributed.barrier('rl-run-start')
   try:
     workdir = paths.require_local(
         _WORKDIR.value,
