@@ -15,7 +15,14 @@ import os
 import sys
 import time
 
+from absl import logging
+import jax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 import numpy as np
+
+from search_agent import distributed
+from search_agent.train.rl import weight_sync
 
 COLS = 1024
 
@@ -29,18 +36,8 @@ def params(version: int, mib: float) -> dict[str, np.ndarray]:
 
 def main(argv: list[str]) -> None:
   flags = dict(a[2:].split('=', 1) for a in argv[1:])
-  from absl import logging  # pylint: disable=g-import-not-at-top
-
   logging.set_verbosity(logging.INFO)  # the publish log lines
-  from search_agent import distributed  # pylint: disable=g-import-not-at-top
-
-  distributed.initialize()
-  import jax  # pylint: disable=g-import-not-at-top
-  from jax.sharding import NamedSharding  # pylint: disable=g-import-not-at-top
-  from jax.sharding import PartitionSpec as P  # pylint: disable=g-import-not-at-top
-
-  from search_agent.train.rl import weight_sync  # pylint: disable=g-import-not-at-top
-
+  distributed.initialize()  # before anything touches a JAX backend
   mesh = jax.sharding.Mesh(np.array(jax.devices()), ('d',))
   spec = {'w': NamedSharding(mesh, P('d')), 'scale': NamedSharding(mesh, P())}
   store = weight_sync.WeightStore(flags['root'], keep=5)
