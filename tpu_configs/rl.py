@@ -209,7 +209,9 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
   )
   c.rollout.update(
       dict(
-          worker_id='w0',
+          # '' = named after the host: 's<slice>-h<host>' for --role=rollout
+          # (one worker per pod host), 'w0' inside --role=all.
+          worker_id='',
           max_groups=8,  # groups a worker runs at once
           max_attempts=3,  # tries of a failing group (judge, infra)
           context_policy='sliding_window',  # shared with SFT

@@ -40,12 +40,14 @@ class Microbatch:
     valid_bt: 1 on real tokens, 0 on padding (None when not routed).
     routing_btlk: Recorded experts of each input position [b, t, layers,
       top_k] (padding: experts 0..k-1), or None without a routing record.
+    rows: Trajectories packed (the rest of the batch is padding).
   """
 
   tokens_bt: np.ndarray
   batch: loss_lib.LossBatch
   valid_bt: np.ndarray | None = None
   routing_btlk: np.ndarray | None = None
+  rows: int = 0
 
   @property
   def extras(self) -> dict[str, np.ndarray]:
@@ -82,7 +84,14 @@ def pack_update(
     batch_size: int,
     adv_cfg: adv_lib.AdvantageConfig = adv_lib.AdvantageConfig(),
 ) -> list[Microbatch]:
-  """Packs every trajectory of `groups` with its group advantage."""
+  """Packs every trajectory of `groups` with its group advantage.
+
+  Routing is replayed per row: trajectories with a routing record are packed
+  into microbatches that replay it, the others (a record lost or never
+  captured) into microbatches the router routes itself, so one unrouted
+  trajectory never turns replay off for the rest of the update
+  (`unrouted_rows` counts them).
+  """
   rows = []
   for g in groups:
     adv = adv_lib.group_advantages(g.rewards, adv_cfg)
@@ -95,7 +104,20 @@ def pack_update(
               ' truncated)'
           )
         rows.append((seg, a))
-  routed = bool(rows) and all(r.routed_experts is not None for r, _ in rows)
+  routed = [r for r in rows if r[0].routed_experts is not None]
+  plain = [r for r in rows if r[0].routed_experts is None]
+  return [
+      *_pack(routed, seq_len, batch_size, routed=True),
+      *_pack(plain, seq_len, batch_size, routed=False),
+  ]
+
+
+def unrouted_rows(microbatches: Sequence[Microbatch]) -> int:
+  """Trajectories packed without a routing record to replay."""
+  return sum(mb.rows for mb in microbatches if mb.routing_btlk is None)
+
+
+def _pack(rows, seq_len: int, batch_size: int, *, routed: bool):
   out = []
   for start in range(0, len(rows), batch_size):
     chunk = rows[start : start + batch_size]
@@ -129,6 +151,7 @@ def pack_update(
             ),
             valid_bt=valid if routed else None,
             routing_btlk=routes,
+            rows=len(chunk),
         )
     )
   return out

@@ -14,7 +14,19 @@ One `Scheduler` drives it (the simulator drives the same class). Each turn:
      policy version is published for the samplers.
 Restart: the latest checkpoint gives params, optimizer state and version;
 the queue re-offers groups of later updates; the scheduler state file is
-rolled back to that version; lost work items are enqueued again.
+rolled back to that version; lost work items are enqueued again; weight
+versions past the checkpoint are removed (their updates are lost).
+
+Several processes (one JAX program over a pod slice's hosts): process 0
+alone runs the scheduler, the queue and every shared file (state, done,
+parity, metrics, journal). It drives the others in lockstep with broadcast
+commands: `chunk` (the group ids it took; each process loads them from the
+queue and packs the same microbatches, placed as global arrays), `apply`
+(the optimizer step), `save` (after process 0's journal commit and metrics:
+the collective checkpoint and weight publish), `wait` (at least every
+`sync_s` while it polls, so no process sits in a collective for long),
+`done` and `abort` (process 0 failed between collectives).
+docs/pods-rl.md has the sequence.
 """
 
 import dataclasses
@@ -25,9 +37,13 @@ from typing import Any, Callable
 
 from absl import logging
 import jax
+from jax._src import distributed as jax_distributed  # no public barrier
 import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 import optax
 
+from search_agent import distributed
 from search_agent.model import maxtext_model
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train.rl import advantages as adv_lib
@@ -53,6 +69,10 @@ class StallError(TimeoutError):
   """No group arrived for too long: are the rollout workers alive?"""
 
 
+class LeaderError(RuntimeError):
+  """Process 0 of a multi-host learner failed; the others stop with it."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LoopConfig:
   """The learner loop.
@@ -76,6 +96,8 @@ class LoopConfig:
     temperature: The rollouts' sampling temperature; the learner scores
       tokens under softmax(logits / temperature), as the sampler recorded
       them (<= 0, greedy, and 1 score the raw model).
+    sync_s: Several processes: longest time process 0 leaves the others
+      waiting in a collective while it polls the queue.
   """
 
   max_updates: int
@@ -92,6 +114,23 @@ class LoopConfig:
   advantages: adv_lib.AdvantageConfig
   parity: parity_lib.ParityConfig
   temperature: float = 1.0
+  sync_s: float = 5.0
+
+
+def align_processes(name: str, timeout_s: float = 1800.0) -> None:
+  """Waits for every process at the coordination service's barrier `name`.
+
+  Gloo (JAX's CPU collectives) gives a process 30 s, not configurable, to
+  meet the others at the first collective of a device group; after minutes
+  of compiling on a busy host one process can be later than that, and the
+  program aborts. This barrier does not use gloo and waits `timeout_s`, so
+  the collective that follows starts together. No-op for one process.
+  """
+  if jax.process_count() == 1:
+    return
+  jax_distributed.global_state.client.wait_at_barrier(
+      name, int(timeout_s * 1000)
+  )
 
 
 def _apply_fn(model: maxtext_model.Model, tx: optax.GradientTransformation):
@@ -140,18 +179,29 @@ class LearnerLoop:
     self.payloads: dict[str, Any] = {}
     self.passes: dict[str, int] = {}
     self.pending_dropped: list[str] = []
+    # Several processes: process 0 leads, the others follow its commands.
+    self.lead = distributed.is_writer()
+    self.hosts = jax.process_count()
+    replicated = NamedSharding(model.mesh, P())
+    self._replicated = replicated
+    self._replicate = jax.jit(lambda x: x, out_shardings=replicated)
+    self._last_command = time.monotonic()
+    self._parity_now = False
+    self._unrouted = 0
+    self.sched, self.metrics = None, None
     self._restore()
 
   # -- state --------------------------------------------------------------
   def _restore(self) -> None:
     with self.model.rules():
       opt_state = jax.jit(self.tx.init)(self.model.params)
+    align_processes('rl-learner-optimizer-built')
     self.params, self.opt_state = self.model.params, opt_state
     # GRPO's KL reference: the initial policy (a copy: updates donate).
     self.ref_params = None
     if self.cfg.loss.objective == 'grpo_clip':
       self.ref_params = jax.tree.map(jnp.copy, self.model.params)
-    step = self.ckpt.latest_step() or 0
+    step = distributed.broadcast(self.ckpt.latest_step() or 0)
     data = {}
     if step:
       state, data = self.ckpt.restore(
@@ -159,6 +209,19 @@ class LearnerLoop:
       )
       self.params, self.opt_state = state['params'], state['opt_state']
     self.version = int(data.get('version', 0))
+    self.start_version = self.version
+    if self.lead:
+      self._restore_lead(data)
+    distributed.barrier('rl-learner-restored')
+    # The checkpoint's own version was published from these parameters
+    # (publish follows the checkpoint), unless the run died in between.
+    if not distributed.broadcast(self.version in self.weights.versions()):
+      self.weights.publish(self.params, self.version)
+    if step:
+      logging.info('resumed at policy version %d', self.version)
+
+  def _restore_lead(self, data) -> None:
+    """Process 0's side of a restore: queue, scheduler, shared files."""
     self.queue.recover(checkpoint_step=self.version)
     snap = self.state_file.read() or data.get('learner')
     if snap:
@@ -172,15 +235,14 @@ class LearnerLoop:
           self._enqueue(d)
     else:
       self.sched = sched_lib.Scheduler(self.cfg.scheduler)
-    self.start_version = self.version
     pathlib.Path(done_path(self.workdir)).unlink(missing_ok=True)
     partial.clear_interrupt(self.workdir)
-    self.weights.publish(self.params, self.version)
+    # Versions past the checkpoint hold updates it lost: samplers must not
+    # serve them under numbers the resumed learner reuses.
+    self.weights.rollback(self.version)
     self.metrics = metrics_lib.RLMetricsWriter(
         self.workdir, self.cfg.max_updates, self.version
     )
-    if step:
-      logging.info('resumed at policy version %d', self.version)
 
   def _snapshot(self) -> dict[str, Any]:
     return {
@@ -247,19 +309,55 @@ class LearnerLoop:
     return n
 
   def _chunk(self, acc, groups) -> None:
+    """Adds the gradient sums of `groups` (every process, same groups)."""
     mbs = learner.pack_update(
         groups,
         seq_len=self.cfg.seq_len,
         batch_size=self.cfg.microbatch_size,
         adv_cfg=self.cfg.advantages,
     )
-    if self.version == 0 and not self._parity_done():
+    self._unrouted += learner.unrouted_rows(mbs)
+    if self._parity_now:
       fn = policy_logprobs.jitted_logprobs(self.model, self.cfg.temperature)
-      report = parity_lib.measure(fn, self.params, mbs, self.cfg.loss)
-      parity_lib.check(report, self.cfg.parity, self._parity_path())
+
+      def replicated_fn(params, tokens_bt, **extras):
+        return self._replicate(
+            fn(params, self._global(tokens_bt), **self._global(extras))
+        )
+
+      report = parity_lib.measure(
+          replicated_fn, self.params, mbs, self.cfg.loss
+      )
       logging.info('step-0 parity: %s', report)
     with self.model.rules():
-      acc.add(self.params, mbs, self.version, self.ref_params)
+      acc.add(self.params, [self._global(mb) for mb in mbs], self.version,
+              self.ref_params)  # fmt: skip
+    if self._parity_now and self.lead:
+      # After the collective step: a failure here reaches the others as
+      # process 0's `abort`, while they wait for its next command.
+      parity_lib.check(report, self.cfg.parity, self._parity_path())
+
+  def _global(self, tree):
+    """Host numpy (equal on every process) as arrays replicated on the mesh.
+
+    Numpy passed straight into `jit` is taken as each process's own value,
+    so processes holding different data would silently compute different
+    "replicated" results; placing it explicitly is one program's data.
+    """
+    if isinstance(tree, learner.Microbatch):
+      return dataclasses.replace(
+          tree,
+          tokens_bt=self._global(tree.tokens_bt),
+          batch=self._global(tree.batch),
+          valid_bt=self._global(tree.valid_bt),
+          routing_btlk=self._global(tree.routing_btlk),
+      )
+    return jax.tree.map(
+        lambda x: jax.make_array_from_callback(
+            x.shape, self._replicated, lambda idx: x[idx]
+        ),
+        tree,
+    )
 
   def _parity_path(self) -> str:
     return f'{self.workdir}/parity.json'
@@ -271,17 +369,95 @@ class LearnerLoop:
   # -- the loop -----------------------------------------------------------
   def run(self) -> int:
     """Runs updates until `max_updates`; returns the final version."""
-    while self.version < self.cfg.max_updates:
-      self._one_update()
+    if not self.lead:
+      self._follow()
+      return self.version
+    try:
+      while self.version < self.cfg.max_updates:
+        self._one_update()
+    except Exception as e:
+      if self.hosts > 1:  # best effort: the others stop with an error
+        self._command('abort', error=f'{type(e).__name__}: {e}')
+      raise
+    self._command('done')
     self.metrics.close()
     learner_state.StateFile(done_path(self.workdir)).write(
         {'version': self.version}
     )
     return self.version
 
+  # -- several processes ----------------------------------------------------
+  def _command(self, op: str, **args) -> None:
+    """Process 0: tells the other processes what comes next."""
+    self._last_command = time.monotonic()
+    if self.hosts > 1:
+      distributed.broadcast({'op': op, **args})
+
+  def _idle(self) -> None:
+    """Process 0 with nothing to do: sleep, keep the others in step."""
+    time.sleep(self.cfg.poll_s)
+    if (
+        self.hosts > 1
+        and time.monotonic() - self._last_command > self.cfg.sync_s
+    ):
+      self._command('wait')
+
+  def _follow(self) -> None:
+    """Processes > 0: run process 0's commands until it is done."""
+    acc = self._new_update()
+    while True:
+      cmd = distributed.broadcast(None)
+      op = cmd['op']
+      if op == 'wait':
+        continue
+      if op == 'chunk':
+        self._parity_now = cmd['parity']
+        self._chunk(acc, self.queue.load(cmd['groups']))
+        self._parity_now = False
+      elif op == 'apply':
+        self._apply_update(acc)
+        acc = self._new_update()
+      elif op == 'save':
+        self.version = cmd['version']
+        self._save({'version': self.version})  # process 0's data is kept
+      elif op == 'done':
+        return
+      elif op == 'abort':
+        raise LeaderError(f'process 0 failed: {cmd["error"]}')
+      else:
+        raise LeaderError(f'unknown command {op!r} from process 0')
+
+  def _new_update(self) -> learner.GradientSums:
+    self._unrouted = 0
+    return learner.GradientSums(self._logprob_fn, self.cfg.loss)
+
+  def _apply_update(self, acc) -> tuple[Any, Any]:
+    """Divides once and steps the optimizer (every process); the update's
+    metrics and gradient norm, replicated so process 0 can read them."""
+    grads, m = acc.result()
+    self.params, self.opt_state, gnorm = self._apply(
+        self.params, self.opt_state, grads
+    )
+    jax.block_until_ready(self.params)
+    return self._replicate((m, gnorm))
+
+  def _save(self, data: dict[str, Any]) -> None:
+    """Checkpoint (when due) and weight publish of `self.version`; collective
+    (orbax: every process writes its shards)."""
+    if (
+        self.version % self.cfg.checkpoint_every == 0
+        or self.version >= self.cfg.max_updates
+    ):
+      self.ckpt.save(
+          self.version,
+          {'params': self.params, 'opt_state': self.opt_state},
+          data,
+      )
+    self.weights.publish(self.params, self.version)
+
   def _one_update(self) -> None:
     cfg = self.cfg
-    acc = learner.GradientSums(self._logprob_fn, cfg.loss)
+    acc = self._new_update()
     t0 = time.monotonic()
     busy, used_groups, last_seen = 0.0, [], time.monotonic()
     last_expire, interrupted = 0.0, False
@@ -309,7 +485,10 @@ class LearnerLoop:
           )
         groups = [self.payloads.pop(g) for g in chunk]
         b0 = time.monotonic()
+        self._parity_now = self.version == 0 and not self._parity_done()
+        self._command('chunk', groups=chunk, parity=self._parity_now)
         self._chunk(acc, groups)
+        self._parity_now = False
         busy += time.monotonic() - b0
         used_groups.extend(groups)
         self.state_file.write(self._snapshot())
@@ -324,13 +503,10 @@ class LearnerLoop:
             f'no group delivered for {cfg.stall_timeout_s:.0f}s at version'
             f' {self.version}; are the rollout workers alive?'
         )
-      time.sleep(cfg.poll_s)
+      self._idle()
     b0 = time.monotonic()
-    grads, m = acc.result()
-    self.params, self.opt_state, gnorm = self._apply(
-        self.params, self.opt_state, grads
-    )
-    jax.block_until_ready(self.params)
+    self._command('apply')
+    m, gnorm = self._apply_update(acc)
     busy += time.monotonic() - b0
     self._finish_update(used_groups, m, gnorm, busy, t0)
 
@@ -352,19 +528,13 @@ class LearnerLoop:
         busy_s=busy,
         wall_s=time.monotonic() - t0,
         max_token_age=self.cfg.loss.max_token_age,
+        unrouted_rows=self._unrouted,
     )
     # Metrics before the checkpoint: a resume rolls metrics.jsonl back to
     # the checkpoint's version, so no update is listed twice or lost.
     self.metrics.write(record)
     snap = self._snapshot()
     self.state_file.write(snap)
-    if (
-        self.version % self.cfg.checkpoint_every == 0
-        or self.version >= self.cfg.max_updates
-    ):
-      self.ckpt.save(
-          self.version,
-          {'params': self.params, 'opt_state': self.opt_state},
-          {'version': self.version, 'learner': snap},
-      )
-    self.weights.publish(self.params, self.version)
+    # The others wait for this command while process 0 commits and writes.
+    self._command('save', version=self.version)
+    self._save({'version': self.version, 'learner': snap})

@@ -63,8 +63,13 @@ def update_record(
     busy_s,
     wall_s,
     max_token_age,
+    unrouted_rows=0,
 ) -> dict[str, Any]:
-  """The metrics.jsonl object of one update (`sums`: loss.finalize's)."""
+  """The metrics.jsonl object of one update (`sums`: loss.finalize's).
+
+  `unrouted_rows`: trajectories trained without a routing record to replay
+  (the router chose their experts; learner.pack_update).
+  """
   ages = np.asarray(sums['age_hist']).astype(int).tolist()
   gen_tokens = sum(
       int(np.sum(np.asarray(s.loss_mask)))
@@ -100,6 +105,7 @@ def update_record(
       'released_sessions': sum(
           g.meta.get('released_sessions', 0) for g in groups
       ),
+      'unrouted_rows': unrouted_rows,
       'grad_norm': grad_norm,
       'update_seconds': wall_s,
       'learner_busy_seconds': busy_s,

@@ -252,6 +252,25 @@ class ReplayQueue:
     self._taken.update(g.group_id for g in groups)
     return groups
 
+  def load(self, group_ids: Sequence[str]) -> list[records.RolloutGroup]:
+    """The delivered groups `group_ids`, in that order (nothing is taken).
+
+    The other processes of a multi-host learner read the groups process 0
+    took, by the ids it broadcast.
+
+    Raises:
+      ReplayQueueError: One of them was never delivered.
+    """
+    out = []
+    for gid in group_ids:
+      path = self.root / 'groups' / f'{gid}.json'
+      try:
+        text = path.read_text('utf-8')
+      except FileNotFoundError as e:
+        raise ReplayQueueError(f'group {gid} is not delivered ({path})') from e
+      out.append(records.RolloutGroup.from_json(json.loads(text)))
+    return out
+
   def _cut_torn_tail(self) -> None:
     if not self.journal.exists():
       return

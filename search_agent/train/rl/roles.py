@@ -5,6 +5,11 @@ versions, tokenizer, index), as on separate slices; `all` runs the rollout
 worker in a thread with its own event loop, its sampler on the other half
 of the devices, and stops it when the learner is done (a dead worker thread
 stops the learner with its error).
+
+On a pod the learner is one JAX program over its slice's hosts (process 0
+writes the shared files, loop.py); rollout workers never join one: each
+host runs its own worker on its local devices, named after the host
+(`worker_id`) unless the config names it. docs/pods-rl.md.
 """
 
 import asyncio
@@ -22,6 +27,7 @@ from typing import Any, Iterator
 from absl import logging
 import jax
 
+from search_agent import distributed
 from search_agent.agent import chat_prompts
 from search_agent.llm import openai_client
 from search_agent.llm import sampler_client
@@ -56,6 +62,31 @@ def _paths(workdir: str) -> dict[str, str]:
   }
 
 
+def worker_id(c, role: str) -> str:
+  """The rollout worker's name: `rollout.worker_id`, else one per host.
+
+  An unset id is 'w0' for the worker inside `--role=all` and, for
+  `--role=rollout`, 's<slice>-h<host>' from the environment a pod's hosts get
+  (MEGASCALE_SLICE_ID, TPU_WORKER_ID; the name `distributed.host_id()`
+  gives, read without joining the hosts into one program, whose process
+  variables a one-host TPU view rewrites).
+  """
+  if c.rollout.worker_id:
+    return c.rollout.worker_id
+  if role == 'all':
+    return 'w0'
+  env = os.environ
+  slice_id = env.get(distributed.SLICE_ID) or '0'
+  return f's{slice_id}-h{env.get(distributed.WORKER_ID) or "0"}'
+
+
+def with_worker_id(c, role: str):
+  """A copy of `c` with `rollout.worker_id` resolved (see worker_id)."""
+  out = c.copy_and_resolve_references()
+  out.rollout.worker_id = worker_id(c, role)
+  return out
+
+
 def write_manifest(c, workdir: str, role: str, extra: dict[str, Any]) -> None:
   with open(c.tasks_path, 'rb') as f:
     task_sha = hashlib.sha256(f.read()).hexdigest()
@@ -77,6 +108,7 @@ def write_manifest(c, workdir: str, role: str, extra: dict[str, Any]) -> None:
 
 def build_learner(c, workdir: str, devices, check_alive=lambda: None):
   model = setup.learner_model(c, devices)
+  loop_lib.align_processes('rl-learner-model-built')  # orbax syncs next
   ckpt = checkpoint_lib.Checkpointer(
       _paths(workdir)['checkpoints'],
       checkpoint_lib.CheckpointConfig(
@@ -203,16 +235,34 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
       engine.close()
 
 
+def _mtime(path: pathlib.Path) -> int | None:
+  try:
+    return path.stat().st_mtime_ns
+  except FileNotFoundError:
+    return None
+
+
 async def _serve(
     worker, stop: threading.Event, weights_timeout_s: float, workdir: str
 ):
-  """Serves until `stop`, or until the learner says it is done."""
+  """Serves until `stop`, or until the learner says it is done.
+
+  A done file already there when the worker starts belongs to a finished
+  run the learner is about to continue (it removes the file at start and
+  writes it again at the end): only a new one stops the worker.
+  """
+  done = pathlib.Path(loop_lib.done_path(workdir))
+  stale = _mtime(done)
 
   async def watch():
+    nonlocal stale
     while not stop.is_set():
-      if os.path.exists(loop_lib.done_path(workdir)):
+      seen = _mtime(done)
+      if seen is not None and seen != stale:
         logging.info('the learner is done; the rollout worker stops')
         stop.set()
+      elif seen is None:
+        stale = None
       await asyncio.sleep(1.0)
 
   watcher = asyncio.create_task(watch())
@@ -226,6 +276,9 @@ async def _serve(
 def run_rollout(c, workdir: str, stop: threading.Event | None = None) -> None:
   """Serves groups until `stop` or the learner's done file (then exits)."""
   stop = stop or threading.Event()
+  c = with_worker_id(c, 'rollout')
+  logging.info('rollout worker %s on %d local devices', c.rollout.worker_id,
+               jax.local_device_count())  # fmt: skip
   with (
       local_servers.started(c, workdir) as c,
       rollout_worker_for(c, workdir, jax.devices()) as worker,
@@ -235,16 +288,20 @@ def run_rollout(c, workdir: str, stop: threading.Event | None = None) -> None:
 
 
 def _after(c, workdir: str) -> None:
-  if c.climbing.enabled:
+  if c.climbing.enabled and distributed.is_writer():
     out = climbing_handoff.handoff(workdir, setup.climb_config(c))
     logging.info('SFT-RL climbing: %s', out)
 
 
 def run_learner(c, workdir: str) -> int:
   loop = build_learner(c, workdir, jax.devices())
-  judge = (selfplay.judge_manifest(c) if selfplay.enabled(c)
-           else setup.scorer(c).manifest)  # fmt: skip
-  write_manifest(c, workdir, 'learner', {'judge': judge})
+  if distributed.is_writer():
+    judge = (selfplay.judge_manifest(c) if selfplay.enabled(c)
+             else setup.scorer(c).manifest)  # fmt: skip
+    write_manifest(c, workdir, 'learner', {
+        'judge': judge, 'processes': jax.process_count(),
+        'topology': dataclasses.asdict(distributed.topology()),
+    })  # fmt: skip
   version = loop.run()
   _after(c, workdir)
   return version
@@ -252,6 +309,10 @@ def run_learner(c, workdir: str) -> int:
 
 def run_all(c, workdir: str) -> int:
   """Learner and one rollout worker in this process on split meshes."""
+  distributed.require_one_process(
+      'rl.run --role=all (a learner and a rollout worker in one process)'
+  )
+  c = with_worker_id(c, 'all')
   l_dev, s_dev = setup.split_devices(c, 'all')
   stop, failure = threading.Event(), []
   with (

@@ -10,13 +10,19 @@ queue claims by rename and delivers by hard link; a gs:// DIR is refused
 up front). Rerunning the same command resumes from DIR. Writes
 DIR/{metrics.jsonl, parity.json, manifest.json, reward_curves.png, tb/,
 checkpoints/, weights/, queue/}.
+
+Pods: `learner` joins its processes into one JAX program first
+(`distributed.initialize`; process 0 writes the shared files); `rollout`
+never does (one independent worker per host, named after it); `all`
+refuses more than one process. docs/pods-rl.md.
 """
 
 import json
 import os
 
 # Before JAX starts: 8 simulated host devices, so --role=all splits a CPU
-# into a learner and a sampler mesh (no effect on TPU devices).
+# into a learner and a sampler mesh (no effect on TPU devices). A count given
+# already (launch.local's share of each process) is kept.
 if 'xla_force_host_platform_device_count' not in os.environ.get(
     'XLA_FLAGS', ''
 ):
@@ -31,6 +37,7 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from search_agent import distributed
 from search_agent import paths
 from search_agent.model import quiet_logs
 from search_agent.train.rl import roles
@@ -47,6 +54,11 @@ flags.mark_flags_as_required(['config', 'workdir'])
 def main(argv):
   del argv
   quiet_logs.install()
+  if _ROLE.value != 'rollout':  # rollout workers: one per host, never joined
+    distributed.initialize()
+    # The processes' first gloo collective while they are still together
+    # (initialize returns on all at once): gloo allows 30 s between them.
+    distributed.barrier('rl-run-start')
   try:
     workdir = paths.require_local(
         _WORKDIR.value,
@@ -63,7 +75,10 @@ def main(argv):
     roles.run_rollout(c, workdir)
     return
   run = roles.run_all if _ROLE.value == 'all' else roles.run_learner
-  version = run(c, workdir)
+  try:
+    version = run(c, workdir)
+  except distributed.DistributedError as e:
+    raise SystemExit(f'rl.run: {e}') from None
   print(json.dumps({'policy_version': version, 'workdir': workdir}))
 
 

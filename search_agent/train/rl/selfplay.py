@@ -267,7 +267,8 @@ class SelfPlayLoop(loop_lib.LearnerLoop):
 
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
-    self.metrics = _SelfPlayMetrics(self.metrics)
+    if self.metrics is not None:  # process 0 writes the metrics
+      self.metrics = _SelfPlayMetrics(self.metrics)
 
   def _signal(self, group) -> bool:
     summary = group.meta.get('selfplay', {}).get('summary')

@@ -11,6 +11,7 @@ from search_agent.agent import trajectory as traj_lib
 from search_agent.train.rl import learner
 from search_agent.train.rl import loss as loss_lib
 from search_agent.train.rl import records
+from search_agent.train.rl import token_exact
 
 V = 7
 
@@ -151,3 +152,66 @@ def test_a_slid_trajectory_trains_every_segment_with_its_advantage():
   # Round trip through the queue's JSON keeps the segments.
   again = records.RolloutGroup.from_json(slid.to_json())
   assert again.trajectories[0].segments == (seg, second)
+
+
+def _with_routing(groups, lacking: str):
+  """`groups` with a [n, 1 layer, 2 experts] routing record on every
+  trajectory but `lacking`."""
+  out = []
+  for g in groups:
+    trajs = []
+    for t in g.trajectories:
+      (seg,) = t.segments
+      n = len(seg.token_ids)
+      r = np.stack([np.arange(n) % 3, (np.arange(n) + 1) % 3], -1)[:, None]
+      tokens = dataclasses.replace(
+          seg,
+          routed_experts=(
+              None
+              if t.trajectory_id == lacking
+              else token_exact.encode_routing(r.astype(np.int32))
+          ),
+      )
+      trajs.append(dataclasses.replace(t, segments=(tokens,)))
+    out.append(dataclasses.replace(g, trajectories=tuple(trajs)))
+  return out
+
+
+def test_one_trajectory_without_routing_keeps_replay_for_the_others():
+  groups = _with_routing(_groups(np.random.default_rng(5)), lacking='1-2')
+  mbs = learner.pack_update(groups, seq_len=12, batch_size=4)
+  routed = [mb for mb in mbs if mb.routing_btlk is not None]
+  plain = [mb for mb in mbs if mb.routing_btlk is None]
+  # 11 of 12 rows replay their experts; the one without a record does not.
+  assert sum(mb.rows for mb in routed) == 11
+  assert [mb.rows for mb in plain] == [1]
+  assert learner.unrouted_rows(mbs) == 1
+  assert plain[0].valid_bt is None and not plain[0].extras
+  # The unrouted row is the lacking trajectory, its tokens intact.
+  (lacking,) = groups[1].trajectories[2].segments
+  n = len(lacking.token_ids)
+  assert tuple(plain[0].tokens_bt[0, :n]) == lacking.token_ids
+  # Every routed row carries its own record.
+  (first,) = groups[0].trajectories[0].segments
+  want = token_exact.decode_routing(first.routed_experts)
+  np.testing.assert_array_equal(
+      routed[0].routing_btlk[0, : want.shape[0]], want
+  )
+  # Packing per row changes nothing in the update's sums (same rows, same
+  # advantages): the objective equals the all-plain packing's.
+  w = jnp.asarray(np.random.default_rng(6).normal(size=(V, V)), jnp.float32)
+
+  def logprobs(w_vv, tokens_bt, valid_bt=None, routing_btlk=None):
+    del valid_bt, routing_btlk
+    return _logprobs(w_vv, tokens_bt)
+
+  g_rows, m_rows = learner.update_gradients(logprobs, w, mbs, version=4)
+  g_all, m_all = learner.update_gradients(
+      logprobs,
+      w,
+      learner.pack_update(_groups(np.random.default_rng(5)), seq_len=12,
+                          batch_size=4),
+      version=4,
+  )  # fmt: skip
+  np.testing.assert_allclose(g_rows, g_all, atol=1e-6)
+  assert float(m_rows['loss']) == pytest.approx(float(m_all['loss']), 1e-5)

@@ -66,3 +66,39 @@ def test_sampler_loads_between_requests_and_survives_a_bad_version(tmp_path):
   store.publish(_params(3.0), 3)
   assert synced.generate([[1]]) == [3]
   np.testing.assert_array_equal(synced.sampler.params['w'], 3.0)
+
+
+def test_a_resumed_learner_replaces_the_versions_its_checkpoint_lost(tmp_path):
+  """Checkpoint at 2, versions 3 and 4 published, crash: the resumed
+  learner removes 3 and 4, and its new 3 is what samplers load."""
+  store = weight_sync.WeightStore(tmp_path, keep=5)
+  synced = weight_sync.SyncedSampler(_Sampler(), store)
+  for v in range(5):
+    store.publish(_params(float(v)), v)
+  assert synced.generate([[1]]) == [4]  # a sampler on the lost update
+  (tmp_path / '.tmp-3-dead').mkdir()  # a publish cut short by the crash
+  assert store.rollback(2) == [3, 4]
+  assert store.versions() == [0, 1, 2]
+  assert not list(tmp_path.glob('.tmp-*'))
+  store.publish(_params(30.0), 3)
+  assert synced.generate([[1]]) == [3]  # the new 3, not the lost 4
+  np.testing.assert_array_equal(synced.sampler.params['w'], 30.0)
+  store.publish(_params(40.0), 4)
+  assert synced.generate([[1]]) == [4]
+  np.testing.assert_array_equal(synced.sampler.params['w'], 40.0)
+
+
+def test_publishing_a_version_again_replaces_it(tmp_path):
+  store = weight_sync.WeightStore(tmp_path, keep=3)
+  synced = weight_sync.SyncedSampler(_Sampler(), store)
+  store.publish(_params(1.0), 1)
+  assert synced.generate([[1]]) == [1]
+  first = store.stamp(1)
+  store.publish(_params(7.0), 1)
+  np.testing.assert_array_equal(store.load(1, _params(0.0))['w'], 7.0)
+  assert store.stamp(1) not in ('', first)
+  # Same number, new weights: the sampler reloads them.
+  assert synced.generate([[1]]) == [1]
+  np.testing.assert_array_equal(synced.sampler.params['w'], 7.0)
+  assert synced.loads == [1, 1]
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['1']
