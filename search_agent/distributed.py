@@ -190,9 +190,11 @@ def host_id() -> str:
   """This host's identity for independent roles: 's<slice>-h<worker>'.
 
   Two hosts of one workload never share it, so rollout workers started on
-  every host of a slice (or of several slices) need no worker_id flag.
+  every host of a slice (or of several slices) need no worker_id flag. It is
+  read from the environment when the process joined no program (an
+  independent role never calls `initialize`).
   """
-  topo = topology()
+  topo = _topology or detect()
   return f's{topo.slice_id}-h{topo.worker_id}'
 
 

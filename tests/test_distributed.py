@@ -121,3 +121,13 @@ def test_two_processes_form_one_program(tmp_path, repo_root, monkeypatch):
     assert g['writer'] == (i == 0)
   assert got[0]['decided']['groups'][0] == 0
   assert [g['host'] for g in got] == ['s0-h0', 's0-h1']
+
+
+def test_host_id_comes_from_the_environment_without_joining(monkeypatch):
+  """An independent role (a rollout worker) never initializes: its name
+  still differs per host."""
+  monkeypatch.setenv('TPU_WORKER_ID', '3')
+  monkeypatch.setenv('TPU_WORKER_HOSTNAMES', 'a,b,c,d')
+  monkeypatch.setenv('MEGASCALE_NUM_SLICES', '2')
+  monkeypatch.setenv('MEGASCALE_SLICE_ID', '1')
+  assert distributed.host_id() == 's1-h3'

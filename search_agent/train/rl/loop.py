@@ -37,7 +37,6 @@ from typing import Any, Callable
 
 from absl import logging
 import jax
-from jax._src import distributed as jax_distributed  # no public barrier
 import jax.numpy as jnp
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -117,22 +116,6 @@ class LoopConfig:
   sync_s: float = 5.0
 
 
-def align_processes(name: str, timeout_s: float = 1800.0) -> None:
-  """Waits for every process at the coordination service's barrier `name`.
-
-  Gloo (JAX's CPU collectives) gives a process 30 s, not configurable, to
-  meet the others at the first collective of a device group; after minutes
-  of compiling on a busy host one process can be later than that, and the
-  program aborts. This barrier does not use gloo and waits `timeout_s`, so
-  the collective that follows starts together. No-op for one process.
-  """
-  if jax.process_count() == 1:
-    return
-  jax_distributed.global_state.client.wait_at_barrier(
-      name, int(timeout_s * 1000)
-  )
-
-
 def _apply_fn(model: maxtext_model.Model, tx: optax.GradientTransformation):
   def apply(params, opt_state, grads):
     updates, opt_state = tx.update(grads, opt_state, params)
@@ -195,7 +178,7 @@ class LearnerLoop:
   def _restore(self) -> None:
     with self.model.rules():
       opt_state = jax.jit(self.tx.init)(self.model.params)
-    align_processes('rl-learner-optimizer-built')
+    distributed.barrier('rl-learner-optimizer-built')
     self.params, self.opt_state = self.model.params, opt_state
     # GRPO's KL reference: the initial policy (a copy: updates donate).
     self.ref_params = None

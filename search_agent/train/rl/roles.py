@@ -67,17 +67,14 @@ def worker_id(c, role: str) -> str:
 
   An unset id is 'w0' for the worker inside `--role=all` and, for
   `--role=rollout`, 's<slice>-h<host>' from the environment a pod's hosts get
-  (MEGASCALE_SLICE_ID, TPU_WORKER_ID; the name `distributed.host_id()`
-  gives, read without joining the hosts into one program, whose process
-  variables a one-host TPU view rewrites).
+  (MEGASCALE_SLICE_ID, TPU_WORKER_ID: `distributed.host_id()`, read without
+  joining the hosts into one program).
   """
   if c.rollout.worker_id:
     return c.rollout.worker_id
   if role == 'all':
     return 'w0'
-  env = os.environ
-  slice_id = env.get(distributed.SLICE_ID) or '0'
-  return f's{slice_id}-h{env.get(distributed.WORKER_ID) or "0"}'
+  return distributed.host_id()
 
 
 def with_worker_id(c, role: str):
@@ -108,7 +105,7 @@ def write_manifest(c, workdir: str, role: str, extra: dict[str, Any]) -> None:
 
 def build_learner(c, workdir: str, devices, check_alive=lambda: None):
   model = setup.learner_model(c, devices)
-  loop_lib.align_processes('rl-learner-model-built')  # orbax syncs next
+  distributed.barrier('rl-learner-model-built')  # orbax syncs next
   ckpt = checkpoint_lib.Checkpointer(
       _paths(workdir)['checkpoints'],
       checkpoint_lib.CheckpointConfig(
