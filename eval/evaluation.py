@@ -7,23 +7,23 @@ would define twice).
 
 import asyncio
 
+from eval import config as config_lib
 from eval import harness
 from eval import served
-from eval import settings
 
 
 def run_config(c, workdir: str):
   """Builds the LLMs and the toolbox, runs the eval; returns the report."""
-  config = settings.eval_config(c)
-  judge, judge_manifest = settings.llm(c.judge)
-  aux, _ = settings.llm(c.aux)
+  config = config_lib.eval_config(c)
+  judge, judge_manifest = config_lib.llm(c.judge)
+  aux, _ = config_lib.llm(c.aux)
   with (
       served.policy(c, workdir) as (c, server),
-      settings.toolbox_factory(c.search, aux, workdir) as toolbox_factory,
+      config_lib.toolbox_factory(c.search, aux, workdir) as toolbox_factory,
   ):
-    policy, policy_manifest = settings.llm(c.policy, c.sampler)
+    policy, policy_manifest = config_lib.llm(c.policy, c.sampler)
     if policy is None:
-      raise settings.EvalSetupError('policy.kind cannot be none')
+      raise config_lib.EvalSetupError('policy.kind cannot be none')
     if server is not None:
       policy_manifest = {**policy_manifest, 'served': server}
     report = asyncio.run(

@@ -25,9 +25,9 @@ from absl import flags
 from ml_collections import config_flags
 
 from eval import cli
+from eval import config as config_lib
 from eval import datasets
 from eval import evaluation
-from eval import settings
 from search_agent.model import quiet_logs
 from search_agent.search import backend
 from search_agent.serving import local
@@ -52,7 +52,7 @@ def main(argv):
   try:
     report = evaluation.run_config(_CONFIG.value, _WORKDIR.value)
   except (
-      settings.EvalSetupError,
+      config_lib.EvalSetupError,
       datasets.DatasetError,
       backend.BackendError,
       local.LocalServerError,

@@ -20,7 +20,7 @@ from absl import app
 from absl import flags
 
 from search_agent.viewer import page
-from search_agent.viewer import records
+from search_agent.viewer import run_files
 from search_agent.viewer import server
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Workdir (or a run) to view.')
@@ -44,7 +44,7 @@ def main(argv):
       print(f'wrote {out} ({size} bytes)')
       return
     viewer = server.ViewerApp(workdir, _CANARY.value, _PORT.value, _HOST.value)
-  except records.ViewerError as e:
+  except run_files.ViewerError as e:
     sys.exit(f'eval.view: {e}')
   print(f'serving {workdir} at {viewer.url}', flush=True)
   try:

@@ -44,7 +44,7 @@ class FilterJob:
     tasks_path: Optional task JSONL holding the reference answers.
     known_tools: Tool names the agent had; others mark their turn invalid.
     judge: Answer judge kind: 'exact', 'contains' or 'llm'.
-    pipeline: Stage settings.
+    pipeline: Stage config_lib.
     examples_per_reason: Examples quoted per removal reason in the report.
     loop_periods: Calibration: periods (characters) of the looped variants.
     loop_lengths: Calibration: looped-region lengths (characters).
@@ -137,7 +137,7 @@ async def run_filter(
 def run_calibration(
     job: FilterJob, workdir: str | os.PathLike[str]
 ) -> dict[str, Any]:
-  """Writes calibration.json/.md for the degeneration window settings."""
+  """Writes calibration.json/.md for the degeneration window config_lib."""
   out = pathlib.Path(workdir)
   out.mkdir(parents=True, exist_ok=True)
   trajs, summary = inputs.load_trajectories(job.input_path, job.input_format)

@@ -20,8 +20,8 @@ from absl import logging
 from ml_collections import config_flags
 
 from search_agent.filtering import jobs
-from search_agent.filtering.settings import job_from_config
-from search_agent.filtering.settings import llm_from_config
+from search_agent.filtering.config import job_from_config
+from search_agent.filtering.config import llm_from_config
 from search_agent.llm import role_client
 
 _CONFIG = config_flags.DEFINE_config_file(

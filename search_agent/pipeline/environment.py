@@ -4,7 +4,7 @@ Teacher collection, evaluation and RL must show the model the same system
 prompt, tool text and observations (top_k, snippet length), or SFT trains on
 one format and eval scores another. `Environment` holds those settings once;
 `open_toolboxes` builds the same Toolbox `eval.run` builds for them
-(eval/settings.py), and `eval_overrides` is the eval config that matches.
+(eval/config_lib.py), and `eval_overrides` is the eval config that matches.
 """
 
 import contextlib

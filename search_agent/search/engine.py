@@ -47,7 +47,7 @@ class Hit:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EngineConfig:
-  """Search pipeline settings.
+  """Search pipeline config_lib.
 
   Attributes:
     rrf_k: RRF rank constant (seed: 5).
@@ -113,7 +113,7 @@ class SearchEngine:
 
     Args:
       backend: Where the views are searched.
-      config: Fusion, depth and snippet settings.
+      config: Fusion, depth and snippet config_lib.
       guard: Leakage guard applied to results (default patterns if None).
       analyzer: Snippet analyzer; must match the index (default: stemmed,
         stopwords removed, as `IndexBuildConfig`'s defaults).

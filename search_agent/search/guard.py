@@ -37,7 +37,7 @@ T = TypeVar('T')
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GuardConfig:
-  """Leakage guard settings.
+  """Leakage guard config_lib.
 
   Attributes:
     blocked_patterns: `host/path-prefix` patterns (see module doc).

@@ -42,7 +42,7 @@ C = TypeVar('C', bound=Candidate)
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RerankConfig:
-  """LLM reranker settings.
+  """LLM reranker config_lib.
 
   Attributes:
     enabled: Rerank search results (the seed's pipeline; off by default so

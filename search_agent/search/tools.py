@@ -107,7 +107,7 @@ class Toolbox:
     Args:
       search: A SearchEngine (run in a thread pool) or an async search
         service (client.LocalSearch, client.HttpSearch).
-      config: Tools and their settings.
+      config: Tools and their config_lib.
       guard: Leakage guard applied to search results (again: a remote
         service may guard less) and to visit/open/find; default: the
         default blocked patterns.

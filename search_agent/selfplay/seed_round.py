@@ -30,7 +30,7 @@ usable = token-exact, so it may enter a GRPO group."""
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SelfPlayConfig:
-  """One self-play iteration's settings.
+  """One self-play iteration's config_lib.
 
   Attributes:
     k_proposer: K_P, Proposer rollouts per seed.

@@ -12,7 +12,7 @@ is implausible when
 
 import re
 
-from search_agent.synthesis.records import PageClaim
+from search_agent.synthesis.schema import PageClaim
 
 _CREDITS = ('director', 'producer', 'screenwriter', 'composer')
 _YEAR = re.compile(r'(\d{3,4})$')

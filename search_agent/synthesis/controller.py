@@ -34,15 +34,15 @@ from search_agent.rewards.answer_match import normalize_answer
 from search_agent.search.engine import SearchEngine
 from search_agent.synthesis import entities
 from search_agent.synthesis import iris
-from search_agent.synthesis.records import PageClaim
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import PageClaim
+from search_agent.synthesis.schema import Proposal
 
 CHECKS = ('evidence', 'leakage', 'uniqueness', 'shortcut')
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ControllerConfig:
-  """Controller settings.
+  """Controller config_lib.
 
   Attributes:
     probe_k: Top-k of each shortcut probe.

@@ -25,9 +25,9 @@ from search_agent.synthesis import entities
 from search_agent.synthesis import prompting
 from search_agent.synthesis import roles
 from search_agent.synthesis import templates
-from search_agent.synthesis.records import PageClaim
-from search_agent.synthesis.records import Path
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import PageClaim
+from search_agent.synthesis.schema import Path
+from search_agent.synthesis.schema import Proposal
 
 IRIS_EXTRACTOR = 'iris'  # PageClaim.extractor prefix of a question's steps
 _SENTENCE = re.compile(r'[^.!?\n]+[.!?]?')
@@ -35,7 +35,7 @@ _SENTENCE = re.compile(r'[^.!?\n]+[.!?]?')
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class IrisConfig:
-  """Iris settings.
+  """Iris config_lib.
 
   Attributes:
     min_relations: k, coupled relations on the reasoning path.

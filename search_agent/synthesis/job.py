@@ -10,10 +10,10 @@ from search_agent.synthesis import journal as journal_lib
 from search_agent.synthesis import pipeline
 from search_agent.synthesis import role_check
 from search_agent.synthesis import roles as roles_lib
+from search_agent.synthesis.config import SynthesisConfigError
+from search_agent.synthesis.config import SynthesisJob
 from search_agent.synthesis.controller import Controller
 from search_agent.synthesis.loop import SynthesisLoop
-from search_agent.synthesis.settings import SynthesisConfigError
-from search_agent.synthesis.settings import SynthesisJob
 
 
 class ProgrammaticRoles:

@@ -19,9 +19,9 @@ from search_agent.synthesis import patterns
 from search_agent.synthesis import prompting
 from search_agent.synthesis import roles
 from search_agent.synthesis import templates
-from search_agent.synthesis.records import EvidenceGraph
-from search_agent.synthesis.records import PageClaim
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import EvidenceGraph
+from search_agent.synthesis.schema import PageClaim
+from search_agent.synthesis.schema import Proposal
 
 
 def _snake(relation: str) -> str:

@@ -22,8 +22,8 @@ from search_agent.synthesis import llm_roles
 from search_agent.synthesis import role_check
 from search_agent.synthesis import roles as roles_lib
 from search_agent.synthesis import solver as solver_lib
-from search_agent.synthesis.settings import SynthesisConfigError
-from search_agent.synthesis.settings import SynthesisJob
+from search_agent.synthesis.config import SynthesisConfigError
+from search_agent.synthesis.config import SynthesisJob
 
 
 class LLMRoles:

@@ -33,8 +33,8 @@ from typing import Any, Sequence
 from search_agent.llm import protocol
 from search_agent.synthesis import roles
 from search_agent.synthesis.controller import Controller
-from search_agent.synthesis.records import EvidenceGraph
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import EvidenceGraph
+from search_agent.synthesis.schema import Proposal
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

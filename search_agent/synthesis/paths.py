@@ -16,11 +16,11 @@ so no question is proposed twice.
 import hashlib
 from typing import Any, Container, Iterable, Sequence
 
-from search_agent.synthesis import records
+from search_agent.synthesis import schema
 from search_agent.synthesis.graph import AnchorGraph
-from search_agent.synthesis.records import EvidenceGraph
-from search_agent.synthesis.records import PageClaim
-from search_agent.synthesis.records import Path
+from search_agent.synthesis.schema import EvidenceGraph
+from search_agent.synthesis.schema import PageClaim
+from search_agent.synthesis.schema import Path
 
 
 def functional_claims(
@@ -41,7 +41,7 @@ def paths_from(
     claims: dict[str, list[PageClaim]],
     members: set[str],
     max_hops: int,
-    hop_relations: Container[str] | None = records.ENTITY_RELATIONS,
+    hop_relations: Container[str] | None = schema.ENTITY_RELATIONS,
 ) -> list[Path]:
   """Every path of 1..max_hops claims from `start` inside `members`.
 
@@ -83,7 +83,7 @@ def evidence_graphs(
     claims: dict[str, list[PageClaim]],
     max_hops: int = 3,
     min_hops: int = 1,
-    hop_relations: Container[str] | None = records.ENTITY_RELATIONS,
+    hop_relations: Container[str] | None = schema.ENTITY_RELATIONS,
 ) -> tuple[list[EvidenceGraph], dict[str, Any]]:
   """Evidence graphs of all anchor graphs, each path used once."""
   fclaims = functional_claims(claims)

@@ -17,8 +17,8 @@ from typing import Callable, Iterable
 from search_agent.corpus.record import Document
 from search_agent.synthesis import consistency
 from search_agent.synthesis import entities
-from search_agent.synthesis.records import ENTITY_RELATIONS
-from search_agent.synthesis.records import PageClaim
+from search_agent.synthesis.schema import ENTITY_RELATIONS
+from search_agent.synthesis.schema import PageClaim
 
 _MONTHS = (
     'January February March April May June July August September October'

@@ -29,9 +29,9 @@ from search_agent.synthesis import patterns
 from search_agent.synthesis import split as split_lib
 from search_agent.synthesis import tasks as tasks_lib
 from search_agent.synthesis.loop import SynthesisLoop
-from search_agent.synthesis.records import EvidenceGraph
-from search_agent.synthesis.records import PageClaim
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import EvidenceGraph
+from search_agent.synthesis.schema import PageClaim
+from search_agent.synthesis.schema import Proposal
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -90,7 +90,7 @@ def prepare(
   titles = entities.title_index(docs_list)
   if extract is None:
     claims = patterns.extract_all(docs_list, titles)
-    hop_relations = paths_lib.records.ENTITY_RELATIONS
+    hop_relations = paths_lib.schema.ENTITY_RELATIONS
   else:
     nodes = dict.fromkeys(n for a in anchors for n in a.nodes)
     claims = extract([docs[n] for n in nodes], titles)

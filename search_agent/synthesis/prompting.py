@@ -7,8 +7,8 @@ from search_agent.llm import protocol
 from search_agent.llm import role_client
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.rewards import judging
-from search_agent.synthesis.records import EvidenceGraph
-from search_agent.synthesis.records import Path
+from search_agent.synthesis.schema import EvidenceGraph
+from search_agent.synthesis.schema import Path
 
 PROMPT_DIR = pathlib.Path(__file__).resolve().parent / 'prompts'
 

@@ -12,8 +12,8 @@ from typing import Any, Protocol, Sequence
 from search_agent.agent import task as task_lib
 from search_agent.corpus.record import Document
 from search_agent.synthesis import templates
-from search_agent.synthesis.records import EvidenceGraph
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import EvidenceGraph
+from search_agent.synthesis.schema import Proposal
 
 CRITIC_DIMENSIONS = (
     'wording',

@@ -25,10 +25,10 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from search_agent.synthesis import config as config_lib
 from search_agent.synthesis import job as job_lib
 from search_agent.synthesis import llm_setup
 from search_agent.synthesis import served
-from search_agent.synthesis import settings
 
 _CONFIG = config_flags.DEFINE_config_file(
     'config', None, 'Synthesis config file.', lock_config=True
@@ -39,7 +39,7 @@ _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  job = settings.job_from_config(_CONFIG.value)
+  job = config_lib.job_from_config(_CONFIG.value)
   # One INFO line per model call otherwise (absl routes httpx's logger).
   std_logging.getLogger('httpx').setLevel(std_logging.WARNING)
   with contextlib.ExitStack() as stack:

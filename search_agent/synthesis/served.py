@@ -17,8 +17,8 @@ import pathlib
 from typing import Any, Iterator
 
 from search_agent.serving import local
-from search_agent.synthesis.settings import SynthesisConfigError
-from search_agent.synthesis.settings import SynthesisJob
+from search_agent.synthesis.config import SynthesisConfigError
+from search_agent.synthesis.config import SynthesisJob
 
 
 def _needs_endpoint(section: dict[str, Any]) -> bool:

@@ -7,7 +7,7 @@ from search_agent.agent.task import Claim
 from search_agent.agent.task import Task
 from search_agent.corpus.record import Document
 from search_agent.rewards.answer_match import normalize_answer
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import Proposal
 
 
 def task_from_proposal(

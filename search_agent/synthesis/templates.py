@@ -10,7 +10,7 @@ The start is named by its title without disambiguation, with its type
 import re
 
 from search_agent.synthesis import entities
-from search_agent.synthesis.records import Path
+from search_agent.synthesis.schema import Path
 
 _NOUN = {
     'director': 'the director of {x}',

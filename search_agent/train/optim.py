@@ -32,7 +32,7 @@ class OptimizerConfigError(ValueError):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class OptimizerConfig:
-  """Optimizer settings.
+  """Optimizer config_lib.
 
   Attributes:
     name: 'muon' or 'adamw'.

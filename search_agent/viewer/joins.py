@@ -14,7 +14,7 @@ import pathlib
 import re
 from typing import Any
 
-from search_agent.viewer import records
+from search_agent.viewer import run_files
 from search_agent.viewer import sniff
 
 Json = dict[str, Any]
@@ -54,7 +54,7 @@ def _images(path: pathlib.Path) -> dict[str, str]:
 
 
 def _lines(paths, errors: list[str]) -> list[Any]:
-  return [o for p in paths for o in records.json_lines(p, errors)]
+  return [o for p in paths for o in run_files.json_lines(p, errors)]
 
 
 def read(rf: sniff.RunFiles, canary: str | None) -> RunData:
@@ -62,14 +62,16 @@ def read(rf: sniff.RunFiles, canary: str | None) -> RunData:
   errors = list(rf.unreadable)
 
   def one(kind: str) -> Any:
-    return records.read_json(rf.get(kind)[0], errors) if rf.get(kind) else None
+    return (
+        run_files.read_json(rf.get(kind)[0], errors) if rf.get(kind) else None
+    )
 
   report, manifest = one('report'), one('manifest')
   if manifest is None and isinstance(report, dict):
     manifest = report.get('manifest')
   paths = filter_input(rf, report) + rf.get('trajectories')
-  trajs = records.trajectories(paths, canary, errors)
-  tasks = records.tasks(rf.get('tasks'), errors)
+  trajs = run_files.trajectories(paths, canary, errors)
+  tasks = run_files.tasks(rf.get('tasks'), errors)
   tasks = tasks or manifest_tasks(manifest, errors)
   if trajs and tasks:  # dataset order (parallel runs append in any order)
     order = {k: n for n, k in enumerate(tasks)}
@@ -81,13 +83,13 @@ def read(rf: sniff.RunFiles, canary: str | None) -> RunData:
     by_traj[k] = {**r, **by_traj.get(k, {}), 'claim_votes': r['claim_votes']}
     if 'advantage' not in by_traj[k]:
       by_traj[k].update(advantage=None, advantage_how='no scored group found')
-  extra = {p.name: records.read_json(p, errors) for p in rf.get('json')}
+  extra = {p.name: run_files.read_json(p, errors) for p in rf.get('json')}
   return RunData(
       report=report,
       manifest=manifest,
       funnel=one('funnel'),
       trajs=trajs,
-      results=records.latest_by(_lines(rf.get('results'), errors), 'traj_id'),
+      results=run_files.latest_by(_lines(rf.get('results'), errors), 'traj_id'),
       decisions=_lines(rf.get('decisions'), errors),
       tasks=tasks,
       rewards=by_traj,
@@ -114,7 +116,7 @@ def manifest_tasks(manifest: Json | None, errors: list[str]) -> dict[str, Json]:
   ]
   for c in candidates:
     if isinstance(c, str) and c and pathlib.Path(c).is_file():
-      return records.tasks([pathlib.Path(c)], errors)
+      return run_files.tasks([pathlib.Path(c)], errors)
   return {}
 
 
@@ -155,9 +157,9 @@ def rewards(
   used = used or {}
   for p in group_paths:
     objs = (
-        records.json_lines(p, errors)
+        run_files.json_lines(p, errors)
         if p.suffix == '.jsonl'
-        else [records.read_json(p, errors)]
+        else [run_files.read_json(p, errors)]
     )
     for g in objs:
       if not isinstance(g, dict) or 'trajectories' not in g:

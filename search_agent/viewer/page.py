@@ -17,7 +17,7 @@ import pathlib
 from typing import Any, Iterator, Sequence
 
 from eval import decryption
-from search_agent.viewer import records
+from search_agent.viewer import run_files
 from search_agent.viewer import runs as runs_lib
 from search_agent.viewer import sniff
 
@@ -37,10 +37,10 @@ def load_workdir(
     ViewerError: there is no such directory, or nothing in it is a run.
   """
   if not workdir.is_dir():
-    raise records.ViewerError(f'--workdir={workdir} is not a directory')
+    raise run_files.ViewerError(f'--workdir={workdir} is not a directory')
   found = sniff.find_runs(workdir)
   if not found:
-    raise records.ViewerError(
+    raise run_files.ViewerError(
         f'no run found under {workdir}: expected trajectories / results /'
         ' decisions / tasks / scored groups / metrics files (eval.run,'
         ' filtering.run, synthesis or RL workdirs)'

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from search_agent.viewer import graph
 from search_agent.viewer import joins
-from search_agent.viewer import records
+from search_agent.viewer import run_files
 from search_agent.viewer import sniff
 from search_agent.viewer import summaries
 from search_agent.viewer import trajectories
@@ -55,7 +55,7 @@ class Run:
 
 def _trajectory_items(d: joins.RunData) -> Items:
   keys = list(d.trajs)
-  by_traj = records.latest_by(d.decisions, 'traj_id')
+  by_traj = run_files.latest_by(d.decisions, 'traj_id')
   rows = []
   for i, k in enumerate(keys):
     t = d.trajs[k]
@@ -94,8 +94,8 @@ def _task_items(d: joins.RunData) -> Items:
   the task records in `meta.proposal`.
   """
   keys = list(d.tasks)
-  by_task = records.latest_by(d.decisions, 'task_id')
-  by_proposal = records.latest_by(d.decisions, 'proposal')
+  by_task = run_files.latest_by(d.decisions, 'task_id')
+  by_proposal = run_files.latest_by(d.decisions, 'proposal')
 
   def decision(t: Json) -> Json | None:
     prop = str((t.get('meta') or {}).get('proposal', ''))

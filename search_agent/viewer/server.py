@@ -13,7 +13,7 @@ import threading
 import urllib.parse
 
 from search_agent.viewer import page
-from search_agent.viewer import records
+from search_agent.viewer import run_files
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -72,7 +72,7 @@ class ViewerApp:
     try:
       self.httpd = http.server.ThreadingHTTPServer((host, port), handler)
     except OSError as e:
-      raise records.ViewerError(f'cannot listen on {host}:{port}: {e}') from e
+      raise run_files.ViewerError(f'cannot listen on {host}:{port}: {e}') from e
 
   def load(self) -> None:
     """(Re)reads the workdir; requests see the old or the new state whole."""

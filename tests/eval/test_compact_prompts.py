@@ -2,9 +2,9 @@
 
 import asyncio
 
+from eval import config as config_lib
 from eval import datasets
 from eval import harness
-from eval import settings
 from search_agent.agent import budgets
 from search_agent.agent import react
 from search_agent.llm import scripted
@@ -20,7 +20,7 @@ def _search(index, **extra):
 def test_snippet_words_shortens_every_excerpt(tiny_index, repo_root):
   words = {}
   for n in (0, 12):
-    with settings.toolbox_factory(
+    with config_lib.toolbox_factory(
         _search(tiny_index, snippet_words=n), None
     ) as f:
       box = f(datasets.load(_dataset(repo_root))[0])
@@ -49,7 +49,7 @@ def test_signature_tool_text_reaches_the_system_prompt(
       tool_text='signature',
       concurrency=1,
   )
-  with settings.toolbox_factory(_search(tiny_index), None) as factory:
+  with config_lib.toolbox_factory(_search(tiny_index), None) as factory:
     report = asyncio.run(
         harness.evaluate(
             config, policy=policy, judge=None, toolbox_factory=factory,

@@ -10,11 +10,11 @@ import socket
 import subprocess
 import sys
 
+from eval import config as config_lib
 from eval import datasets
 from eval import failures
 from eval import harness
 from eval import results
-from eval import settings
 from search_agent.llm import protocol
 
 _spec = importlib.util.spec_from_file_location(
@@ -153,7 +153,7 @@ def test_grading_streams_while_rollouts_run(tmp_path, repo_root, tiny_index):
   search = {'index_dir': str(tiny_index), 'url': '', 'tools': ('search',),
             'top_k': 3, 'rerank': False}  # fmt: skip
   policy = _WaitsForTheFirstGrade(tmp_path / results.RESULTS)
-  with settings.toolbox_factory(search, None) as factory:
+  with config_lib.toolbox_factory(search, None) as factory:
     report = asyncio.run(
         harness.evaluate(
             config,

@@ -7,11 +7,11 @@ import json
 import pathlib
 
 from eval import comparison
+from eval import config as config_lib
 from eval import datasets
 from eval import grading
 from eval import harness
 from eval import results
-from eval import settings
 from search_agent.agent import budgets
 from search_agent.agent import managed_context
 from search_agent.agent import react
@@ -65,7 +65,7 @@ def _evaluate(workdir, index, judge_url, repo_root):
       'top_k': 3,
       'rerank': False,
   }
-  with settings.toolbox_factory(search, None) as factory:
+  with config_lib.toolbox_factory(search, None) as factory:
     return asyncio.run(
         harness.evaluate(
             config,
@@ -138,7 +138,7 @@ def test_failed_runs_are_rerun_and_regraded(tmp_path, tiny_index, repo_root):
             'top_k': 3, 'rerank': False}  # fmt: skip
 
   def evaluate(policy):
-    with settings.toolbox_factory(search, None) as factory:
+    with config_lib.toolbox_factory(search, None) as factory:
       return asyncio.run(
           harness.evaluate(
               config,
@@ -198,7 +198,7 @@ def test_context_management_on_vs_off(tmp_path, tiny_index, repo_root):
         ),
         concurrency=4,
     )
-    with settings.toolbox_factory(search, None) as factory:
+    with config_lib.toolbox_factory(search, None) as factory:
       reports[policy] = asyncio.run(
           harness.evaluate(
               config,

@@ -18,7 +18,7 @@ from eval import decryption
 from search_agent.viewer import graph
 from search_agent.viewer import observations
 from search_agent.viewer import page
-from search_agent.viewer import records
+from search_agent.viewer import run_files
 from search_agent.viewer import server
 from search_agent.viewer import trajectories
 from tests.eval import view_workdirs as wd
@@ -412,7 +412,7 @@ def test_encrypted_runs_stay_encrypted(workdirs, tmp_path):
   before = {p: p.read_bytes() for p in enc.rglob('*') if p.is_file()}
   run = _runs(enc)['enc']
   assert all(
-      r['encrypted'] and r['question'] == records.ENCRYPTED_QUESTION
+      r['encrypted'] and r['question'] == run_files.ENCRYPTED_QUESTION
       for r in run.rows
   )
   cards = {c['label']: c['value'] for c in run.summary['cards']}
@@ -459,7 +459,7 @@ def test_torn_and_odd_lines_are_listed_not_fatal(workdirs, tmp_path):
 
 
 def test_no_run_is_a_clear_error(tmp_path):
-  with pytest.raises(records.ViewerError, match='no run found'):
+  with pytest.raises(run_files.ViewerError, match='no run found'):
     page.load_workdir(tmp_path)
 
 

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from search_agent.agent import trajectory as T
+from search_agent.filtering import config as run_lib
 from search_agent.filtering import jobs
-from search_agent.filtering import settings as run_lib
 from search_agent.llm import scripted
 from tpu_configs import filtering as filtering_config
 

@@ -12,7 +12,7 @@ from search_agent.selfplay import toolbox
 from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import configs
 from search_agent.train.rl import learner
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import selfplay
 from tpu_configs import rl as rl_config
 
@@ -64,20 +64,20 @@ def test_prepare_writes_the_seed_pool(tmp_path):
 def _traj(i, reward):
   tok = traj_lib.TokenRecord(token_ids=(1, 2), loss_mask=(0, 1),
                              logprobs=(0.0, -1.0), versions=(-1, 0))  # fmt: skip
-  return records.ScoredTrajectory(trajectory_id=f't{i}', segments=(tok,),
+  return rollout_groups.ScoredTrajectory(trajectory_id=f't{i}', segments=(tok,),
                                   reward=reward)  # fmt: skip
 
 
 def test_split_group_and_metrics():
   trajs = tuple(_traj(i, r) for i, r in enumerate([0.0, 0.5, 1.0]))
-  g = records.RolloutGroup(
+  g = rollout_groups.RolloutGroup(
       group_id='g', task_id='s', dispatch_batch=0, trajectories=trajs,
       meta={'selfplay': {'split': [2, 1]}},
   )  # fmt: skip
-  g = records.RolloutGroup.from_json(json.loads(json.dumps(g.to_json())))
+  g = rollout_groups.RolloutGroup.from_json(json.loads(json.dumps(g.to_json())))
   (prop,) = selfplay.split_group(g)  # a 1-rollout solver group is no group
   assert prop.group_id == 'g/proposer' and prop.rewards == (0.0, 0.5)
-  g2 = records.RolloutGroup(
+  g2 = rollout_groups.RolloutGroup(
       group_id='h',
       task_id='s',
       dispatch_batch=0,
@@ -85,7 +85,7 @@ def test_split_group_and_metrics():
       meta={'selfplay': {'split': [1, 2]}},
   )
   assert [p.rewards for p in selfplay.split_group(g2)] == [(0.5, 1.0)]
-  empty = records.RolloutGroup(
+  empty = rollout_groups.RolloutGroup(
       group_id='f',
       task_id='s',
       dispatch_batch=0,
@@ -134,7 +134,7 @@ def test_curves(tmp_path):
 def test_each_role_is_its_own_grpo_group():
 
   rewards = [0.0, 0.2, 0.4, 1.0, 1.0, 0.0]  # 3 proposer, 3 solver rollouts
-  g = records.RolloutGroup(
+  g = rollout_groups.RolloutGroup(
       group_id='g', task_id='s', dispatch_batch=0,
       trajectories=tuple(_traj(i, r) for i, r in enumerate(rewards)),
       meta={'selfplay': {'split': [3, 3]}},

@@ -12,14 +12,14 @@ import pytest
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
+from search_agent.synthesis import config as config_lib
 from search_agent.synthesis import pipeline
-from search_agent.synthesis import settings
 from tpu_configs import synthesis as synthesis_config
 
 
 @pytest.fixture(scope='session')
-def tiny_job() -> settings.SynthesisJob:
-  return settings.job_from_config(synthesis_config.get_config('tiny'))
+def tiny_job() -> config_lib.SynthesisJob:
+  return config_lib.job_from_config(synthesis_config.get_config('tiny'))
 
 
 @pytest.fixture(scope='session')

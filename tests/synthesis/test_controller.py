@@ -9,9 +9,9 @@ from search_agent.synthesis import patterns
 from search_agent.synthesis import roles
 from search_agent.synthesis.controller import Controller
 from search_agent.synthesis.controller import ControllerConfig
-from search_agent.synthesis.records import PageClaim
-from search_agent.synthesis.records import Path
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import PageClaim
+from search_agent.synthesis.schema import Path
+from search_agent.synthesis.schema import Proposal
 
 
 @pytest.fixture(scope='module')

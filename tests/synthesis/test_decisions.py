@@ -13,7 +13,7 @@ from search_agent.synthesis import roles
 from search_agent.synthesis.controller import Controller
 from search_agent.synthesis.loop import LoopConfig
 from search_agent.synthesis.loop import SynthesisLoop
-from search_agent.synthesis.records import Proposal
+from search_agent.synthesis.schema import Proposal
 
 
 class _Solver:

@@ -5,7 +5,7 @@ import collections
 from search_agent.synthesis import entities
 from search_agent.synthesis import graph as graph_lib
 from search_agent.synthesis import paths as paths_lib
-from search_agent.synthesis import records
+from search_agent.synthesis import schema
 
 
 def _anchors(prepared, **kw):
@@ -57,7 +57,7 @@ def test_paths_chain_through_object_pages(prepared):
       seen.add(key)
       assert paths_lib.answer_key(p) == paths_lib.answer_key(g.paths[0])
       for a, b in zip(p.claims, p.claims[1:]):
-        assert a.relation in records.ENTITY_RELATIONS
+        assert a.relation in schema.ENTITY_RELATIONS
         assert a.object_doc == b.subject
       assert len(set(p.pages)) == len(p.pages)
   assert set(hops) <= {1, 2, 3}

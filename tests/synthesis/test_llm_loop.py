@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
+from search_agent.synthesis import config as config_lib
 from search_agent.synthesis import job as job_lib
 from search_agent.synthesis import llm_setup
-from search_agent.synthesis import settings
 from tests.synthesis import scripted_roles
 from tpu_configs import synthesis as synthesis_config
 
@@ -20,7 +20,7 @@ def _job(variant, tmp_path, **loop):
   c.loop.min_solver_calls = 2
   c.loop.update(loop)
   c.cache_dir = str(tmp_path / 'cache')
-  return settings.job_from_config(c)
+  return config_lib.job_from_config(c)
 
 
 def _run(job, workdir, llms, bundled_index):
@@ -74,7 +74,7 @@ def test_iris_loop_wiring(tmp_path, bundled_index):
   c.roles.critic = 'none'
   c.roles.solver = 'none'
   c.roles.claim_selection = 'path'
-  job = settings.job_from_config(c)
+  job = config_lib.job_from_config(c)
   _run(job, tmp_path / 'w', scripted_roles.iris_llms(), bundled_index)
   decisions = _decisions(tmp_path / 'w')
   kinds = [d['decision'] for d in decisions]

@@ -5,7 +5,7 @@ import pytest
 from search_agent.synthesis import consistency
 from search_agent.synthesis import entities
 from search_agent.synthesis import patterns
-from search_agent.synthesis.records import PageClaim
+from search_agent.synthesis.schema import PageClaim
 
 
 @pytest.fixture(scope='module')

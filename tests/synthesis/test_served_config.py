@@ -5,8 +5,8 @@ import dataclasses
 import pytest
 
 from search_agent.llm import registry
+from search_agent.synthesis import config as config_lib
 from search_agent.synthesis import served
-from search_agent.synthesis import settings
 from tpu_configs import synthesis as synthesis_config
 
 
@@ -14,7 +14,7 @@ def _job(variant='tiny,served', **llm):
   c = synthesis_config.get_config(variant)
   for key, value in llm.items():
     c.llm[key].update(value)
-  return settings.job_from_config(c)
+  return config_lib.job_from_config(c)
 
 
 def test_tiny_served_variant_makes_every_role_an_llm_role():
@@ -46,16 +46,16 @@ def test_roles_without_an_endpoint_get_the_served_one():
 
 def test_endpoint_uses_a_given_base_url_and_checks_its_config(tmp_path):
   job = _job()
-  given = settings.SynthesisJob(
+  given = config_lib.SynthesisJob(
       served=dataclasses.replace(job.served, base_url='http://h:8000/v1/')
   )
   with served.endpoint(given, tmp_path) as url:
     assert url == 'http://h:8000/v1'
-  with pytest.raises(settings.SynthesisConfigError, match='served.config'):
-    settings.ServedConfig(enabled=True)
-  bad = settings.SynthesisJob(
+  with pytest.raises(config_lib.SynthesisConfigError, match='served.config'):
+    config_lib.ServedConfig(enabled=True)
+  bad = config_lib.SynthesisJob(
       served=dataclasses.replace(job.served, overrides=('nokey',))
   )
-  with pytest.raises(settings.SynthesisConfigError, match='KEY=VALUE'):
+  with pytest.raises(config_lib.SynthesisConfigError, match='KEY=VALUE'):
     with served.endpoint(bad, tmp_path):
       pass

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -53,9 +53,11 @@ def has_signal(
 
 
 def keep_groups(
-    groups: Sequence[records.RolloutGroup],
+    groups: Sequence[rollout_groups.RolloutGroup],
     cfg: AdvantageConfig = AdvantageConfig(),
-) -> tuple[list[records.RolloutGroup], list[records.RolloutGroup]]:
+) -> tuple[
+    list[rollout_groups.RolloutGroup], list[rollout_groups.RolloutGroup]
+]:
   """Splits groups into (kept, dropped) by dynamic sampling."""
   kept, dropped = [], []
   for g in groups:
@@ -64,7 +66,7 @@ def keep_groups(
   return kept, dropped
 
 
-def needs_second_pass(group: records.RolloutGroup) -> bool:
+def needs_second_pass(group: rollout_groups.RolloutGroup) -> bool:
   """False only if every first-pass rollout was correct with full coverage."""
   return not all(
       t.correct >= 1.0 and t.coverage >= 1.0 for t in group.trajectories

@@ -17,7 +17,7 @@ import numpy as np
 
 from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import loss as loss_lib
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import token_exact
 
 LogprobFn = Callable[..., jax.Array]
@@ -78,7 +78,7 @@ def routing_array(rec, seq_len: int) -> np.ndarray | None:
 
 
 def pack_update(
-    groups: Sequence[records.RolloutGroup],
+    groups: Sequence[rollout_groups.RolloutGroup],
     *,
     seq_len: int,
     batch_size: int,

@@ -30,7 +30,7 @@ from typing import Sequence
 import uuid
 
 from search_agent import paths
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 
 
 def _glob_escape(name: str) -> str:
@@ -97,7 +97,7 @@ class ReplayQueue:
     return None
 
   # -- worker side --------------------------------------------------------
-  def deliver(self, group: records.RolloutGroup, worker: str) -> bool:
+  def deliver(self, group: rollout_groups.RolloutGroup, worker: str) -> bool:
     """Stores a scored group once; False if it was already delivered."""
     tmp = self.root / 'tmp' / f'{group.group_id}.{uuid.uuid4().hex}'
     _write_synced(tmp, json.dumps(group.to_json()))
@@ -242,17 +242,17 @@ class ReplayQueue:
     """Delivered groups neither consumed nor taken."""
     return len(self._available())
 
-  def take(self, max_groups: int) -> list[records.RolloutGroup]:
+  def take(self, max_groups: int) -> list[rollout_groups.RolloutGroup]:
     """Up to `max_groups` delivered groups not consumed nor taken yet."""
     paths = self._available()[:max_groups]
     groups = [
-        records.RolloutGroup.from_json(json.loads(p.read_text('utf-8')))
+        rollout_groups.RolloutGroup.from_json(json.loads(p.read_text('utf-8')))
         for p in paths
     ]
     self._taken.update(g.group_id for g in groups)
     return groups
 
-  def load(self, group_ids: Sequence[str]) -> list[records.RolloutGroup]:
+  def load(self, group_ids: Sequence[str]) -> list[rollout_groups.RolloutGroup]:
     """The delivered groups `group_ids`, in that order (nothing is taken).
 
     The other processes of a multi-host learner read the groups process 0
@@ -268,7 +268,7 @@ class ReplayQueue:
         text = path.read_text('utf-8')
       except FileNotFoundError as e:
         raise ReplayQueueError(f'group {gid} is not delivered ({path})') from e
-      out.append(records.RolloutGroup.from_json(json.loads(text)))
+      out.append(rollout_groups.RolloutGroup.from_json(json.loads(text)))
     return out
 
   def _cut_torn_tail(self) -> None:

@@ -34,8 +34,8 @@ from search_agent.agent import trajectory as traj_lib
 from search_agent.llm import protocol
 from search_agent.rewards import outcome
 from search_agent.train.rl import partial
-from search_agent.train.rl import records
 from search_agent.train.rl import replay_queue
+from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import rollout_times
 from search_agent.train.rl import token_exact
 
@@ -189,7 +189,9 @@ class RolloutWorker:
       return traj, None, out
     return out, llm.calls, ''
 
-  async def run_group(self, item: dict[str, Any]) -> records.RolloutGroup:
+  async def run_group(
+      self, item: dict[str, Any]
+  ) -> rollout_groups.RolloutGroup:
     """Rolls out and scores one dispatched group (raises on failure)."""
     start = time.monotonic()
     task = task_lib.Task.from_json(item['task'])
@@ -208,7 +210,7 @@ class RolloutWorker:
         inexact.append(why)
         continue
       reward = await self.scorer(traj, task)
-      scored.append(records.scored(traj, reward))
+      scored.append(rollout_groups.scored(traj, reward))
       if self.rollouts_path is not None:  # for SFT-RL climbing, inspection
         kept = dataclasses.replace(
             token_exact.unrouted(traj),
@@ -220,7 +222,7 @@ class RolloutWorker:
               traj_lib.append_jsonl, self.rollouts_path, kept
           )
       versions.update(v for s in traj.segments for v in s.versions if v >= 0)
-    return records.RolloutGroup(
+    return rollout_groups.RolloutGroup(
         group_id=gid,
         task_id=task.id,
         dispatch_batch=int(item['batch']),
@@ -285,7 +287,7 @@ class RolloutWorker:
       if self._attempts[gid] < self.cfg.max_attempts:
         self.queue.release(gid, self.cfg.worker_id)
         return
-      group = records.RolloutGroup(
+      group = rollout_groups.RolloutGroup(
           group_id=gid,
           task_id=item['task_id'],
           dispatch_batch=int(item['batch']),

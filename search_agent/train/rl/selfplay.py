@@ -38,7 +38,7 @@ from search_agent.selfplay import verifier as verifier_lib
 from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import configs
 from search_agent.train.rl import loop as loop_lib
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import rollout_worker
 from search_agent.train.rl import token_exact
 
@@ -172,7 +172,9 @@ class SelfPlayWorker(rollout_worker.RolloutWorker):
       return traj, False
     return out, True
 
-  async def run_group(self, item: dict[str, Any]) -> records.RolloutGroup:
+  async def run_group(
+      self, item: dict[str, Any]
+  ) -> rollout_groups.RolloutGroup:
     seed = task_lib.Task.from_json(item['task'])
     gid = item['group_id']
     run = functools.partial(self._role_rollout, seed)
@@ -188,14 +190,14 @@ class SelfPlayWorker(rollout_worker.RolloutWorker):
       prop = [p for p in out.proposer if p.usable]
       sol = [p for p in out.solver_group if p.usable]
     trajs = tuple(
-        records.ScoredTrajectory(
+        rollout_groups.ScoredTrajectory(
             trajectory_id=p.traj.id, segments=p.traj.segments,
             reward=p.reward,
             correct=float(p.correct),
         )
         for p in prop + sol
     )  # fmt: skip
-    return records.RolloutGroup(
+    return rollout_groups.RolloutGroup(
         group_id=gid, task_id=seed.id, dispatch_batch=int(item['batch']),
         trajectories=trajs,
         meta={'worker': self.cfg.worker_id, 'pass': item.get('pass', 0),
@@ -229,7 +231,9 @@ def _append(path, lines) -> None:
     f.writelines(lines)
 
 
-def split_group(group: records.RolloutGroup) -> list[records.RolloutGroup]:
+def split_group(
+    group: rollout_groups.RolloutGroup,
+) -> list[rollout_groups.RolloutGroup]:
   """A self-play replay group's GRPO groups (>= 2 rollouts each)."""
   split = group.meta.get('selfplay', {}).get('split')
   if split is None:

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from search_agent.agent import task as task_lib
 from search_agent.train.rl import advantages as adv_lib
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 
 
 class TaskPoolExhausted(RuntimeError):
@@ -56,7 +56,7 @@ class TaskPool:
         continue
       return self.tasks[tid], self.pass_index
 
-  def record(self, group: records.RolloutGroup, pass_index: int) -> None:
+  def record(self, group: rollout_groups.RolloutGroup, pass_index: int) -> None:
     """Notes a first-pass group that needs no second pass."""
     if pass_index == 0 and group.trajectories:
       if not adv_lib.needs_second_pass(group):

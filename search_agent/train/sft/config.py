@@ -19,9 +19,9 @@ class SFTConfig:
   Attributes:
     model: The model to build.
     layout: Its parallel layout.
-    optimizer: Optimizer settings.
+    optimizer: Optimizer config_lib.
     schedule: Learning-rate schedule.
-    data: Data pipeline settings.
+    data: Data pipeline config_lib.
     checkpoint: Checkpoint cadence.
     tokenizer_path: tokenizer.json (file or directory); '' trains the tiny
       tokenizer on `tokenizer_corpus` into <workdir>/tokenizer.

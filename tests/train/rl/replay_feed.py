@@ -15,8 +15,8 @@ import json
 import pathlib
 import threading
 
-from search_agent.train.rl import records
 from search_agent.train.rl import replay_queue
+from search_agent.train.rl import rollout_groups
 
 
 def recorded_updates(workdir) -> dict[str, int]:
@@ -59,7 +59,7 @@ class Feeder(threading.Thread):
           continue
         if (self.workdir / 'weights' / str(update)).exists():
           path = self.recorded / 'queue' / 'groups' / f'{gid}.json'
-          group = records.RolloutGroup.from_json(
+          group = rollout_groups.RolloutGroup.from_json(
               json.loads(path.read_text('utf-8'))
           )
           if self.vary_rewards:
@@ -70,7 +70,7 @@ class Feeder(threading.Thread):
       self.stop.wait(self.poll_s)
 
 
-def _varied(group: records.RolloutGroup) -> records.RolloutGroup:
+def _varied(group: rollout_groups.RolloutGroup) -> rollout_groups.RolloutGroup:
   n = len(group.trajectories)
   trajs = tuple(
       dataclasses.replace(t, reward=(i + 1) / n)

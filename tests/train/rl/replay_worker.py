@@ -12,18 +12,18 @@ import sys
 import time
 
 from search_agent.agent import trajectory as traj_lib
-from search_agent.train.rl import records
 from search_agent.train.rl import replay_queue
+from search_agent.train.rl import rollout_groups
 
 
-def make_group(item: dict) -> records.RolloutGroup:
+def make_group(item: dict) -> rollout_groups.RolloutGroup:
   n = 6
-  return records.RolloutGroup(
+  return rollout_groups.RolloutGroup(
       group_id=item['group_id'],
       task_id=item['task_id'],
       dispatch_batch=item['batch'],
       trajectories=tuple(
-          records.ScoredTrajectory(
+          rollout_groups.ScoredTrajectory(
               trajectory_id=f'{item["group_id"]}/{i}',
               segments=(
                   traj_lib.TokenRecord(

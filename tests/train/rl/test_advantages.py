@@ -5,19 +5,19 @@ import pytest
 
 from search_agent.agent import trajectory as traj_lib
 from search_agent.train.rl import advantages as adv_lib
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 
 
 def _group(rows, gid='g'):
   tok = traj_lib.TokenRecord(
       token_ids=(1,), loss_mask=(1,), logprobs=(0.0,), versions=(0,)
   )
-  return records.RolloutGroup(
+  return rollout_groups.RolloutGroup(
       group_id=gid,
       task_id='t',
       dispatch_batch=0,
       trajectories=tuple(
-          records.ScoredTrajectory(
+          rollout_groups.ScoredTrajectory(
               trajectory_id=f'{gid}{i}',
               segments=(tok,),
               reward=0.6 * y + 0.4 * c,

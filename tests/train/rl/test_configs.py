@@ -7,7 +7,7 @@ import pytest
 from search_agent.agent import trajectory as traj_lib
 from search_agent.rewards import outcome
 from search_agent.train.rl import configs
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 
 
 def _load(repo_root, arg=None):
@@ -75,12 +75,12 @@ def test_searchmaster_variant(repo_root):
 def test_scored_needs_tokens():
   traj = traj_lib.Trajectory(id='r', task_id='t', question='q', messages=())
   reward = outcome.RolloutReward(correct=1.0, coverage=0.5, total=0.8)
-  with pytest.raises(records.GroupFormatError, match='no tokens'):
-    records.scored(traj, reward)
+  with pytest.raises(rollout_groups.GroupFormatError, match='no tokens'):
+    rollout_groups.scored(traj, reward)
   tok = traj_lib.TokenRecord(
       token_ids=(1,), loss_mask=(1,), logprobs=(-1.0,), versions=(3,)
   )
-  s = records.scored(
+  s = rollout_groups.scored(
       traj_lib.Trajectory(
           id='r', task_id='t', question='q', messages=(), tokens=tok
       ),

@@ -10,7 +10,7 @@ import pytest
 from search_agent.agent import trajectory as traj_lib
 from search_agent.train.rl import learner
 from search_agent.train.rl import loss as loss_lib
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import token_exact
 
 V = 7
@@ -30,7 +30,7 @@ def _groups(rng, n_groups=3, size=4):
       n = int(rng.integers(3, 12))  # different lengths on purpose
       mask = (0, 0) + tuple(int(x) for x in rng.integers(0, 2, n - 2))
       trajs.append(
-          records.ScoredTrajectory(
+          rollout_groups.ScoredTrajectory(
               trajectory_id=f'{g}-{i}',
               segments=(
                   traj_lib.TokenRecord(
@@ -44,7 +44,7 @@ def _groups(rng, n_groups=3, size=4):
           )
       )
     out.append(
-        records.RolloutGroup(
+        rollout_groups.RolloutGroup(
             group_id=f'g{g}',
             task_id=f't{g}',
             dispatch_batch=g,
@@ -129,7 +129,7 @@ def test_a_slid_trajectory_trains_every_segment_with_its_advantage():
       logprobs=(0.0, 0.0, -1.0, -2.0),
       versions=(-1, -1, 3, 3),
   )
-  slid = records.RolloutGroup(
+  slid = rollout_groups.RolloutGroup(
       group_id=g.group_id,
       task_id=g.task_id,
       dispatch_batch=g.dispatch_batch,
@@ -150,7 +150,7 @@ def test_a_slid_trajectory_trains_every_segment_with_its_advantage():
       adv[2:5], np.asarray(plain.batch.advantages_b)[1:4]
   )
   # Round trip through the queue's JSON keeps the segments.
-  again = records.RolloutGroup.from_json(slid.to_json())
+  again = rollout_groups.RolloutGroup.from_json(slid.to_json())
   assert again.trajectories[0].segments == (seg, second)
 
 

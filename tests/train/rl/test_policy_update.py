@@ -25,7 +25,7 @@ from search_agent.train.rl import loop as loop_lib
 from search_agent.train.rl import loss as loss_lib
 from search_agent.train.rl import parity
 from search_agent.train.rl import policy_logprobs
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
@@ -83,7 +83,7 @@ def _rollouts(model, fns, prompts=(PROMPT, PROMPT + 4)):
     mask = (0,) * p + (1,) * (n - p)
     lps = np.where(np.array(mask) > 0, np.asarray(lp[0]), 0.0)
     trajs.append(
-        records.ScoredTrajectory(
+        rollout_groups.ScoredTrajectory(
             trajectory_id=f'r{i}',
             segments=(
                 traj_lib.TokenRecord(
@@ -98,7 +98,7 @@ def _rollouts(model, fns, prompts=(PROMPT, PROMPT + 4)):
             correct=1.0 - i,
         )
     )
-  return records.RolloutGroup(
+  return rollout_groups.RolloutGroup(
       group_id='q@0', task_id='q', dispatch_batch=0, trajectories=tuple(trajs)
   )
 

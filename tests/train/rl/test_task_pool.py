@@ -4,7 +4,7 @@ import pytest
 
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory as traj_lib
-from search_agent.train.rl import records
+from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import task_pool
 
 TASKS = [task_lib.Task(id=f't{i}', question='q', answer='a') for i in range(5)]
@@ -14,11 +14,11 @@ def _group(task_id, correct, coverage):
   tok = traj_lib.TokenRecord(
       token_ids=(1,), loss_mask=(1,), logprobs=(0.0,), versions=(0,)
   )
-  t = records.ScoredTrajectory(
+  t = rollout_groups.ScoredTrajectory(
       trajectory_id='x', segments=(tok,), reward=0.0, correct=correct,
       coverage=coverage,
   )  # fmt: skip
-  return records.RolloutGroup(
+  return rollout_groups.RolloutGroup(
       group_id=f'{task_id}@0', task_id=task_id, dispatch_batch=0,
       trajectories=(t, t),
   )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Warmup + cosine schedule, hand-worked at the recipe's settings."""
+"""Warmup + cosine schedule, hand-worked at the recipe's config_lib."""
 
 import math
 

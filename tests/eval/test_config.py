@@ -5,8 +5,8 @@ import importlib.util
 
 import pytest
 
+from eval import config as config_lib
 from eval import harness
-from eval import settings
 from search_agent.agent import budgets
 from search_agent.agent import managed_context
 from search_agent.llm.prompts import prompt as prompt_lib
@@ -25,14 +25,14 @@ def config_module(repo_root):
 @pytest.mark.parametrize('arg', [None, 'mas', 'no_cm', 'xbench', 'tiny'])
 def test_variants_build(config_module, arg):
   c = config_module.get_config(arg)
-  config = settings.eval_config(c)
+  config = config_lib.eval_config(c)
   assert isinstance(config, harness.EvalConfig)
   b = config.agent.budgets
   if arg == 'tiny':
     assert config.dataset.format == 'tasks' and b.max_steps == 4
-    policy, manifest = settings.llm(c.policy)
+    policy, manifest = config_lib.llm(c.policy)
     assert policy.name == 'scripted-demo' and manifest['script_len'] == 2
-    assert settings.llm(c.judge) == (None, None)
+    assert config_lib.llm(c.judge) == (None, None)
   else:
     assert (b.max_steps, b.max_output_tokens, b.context_limit) == (
         500,
@@ -47,8 +47,8 @@ def test_variants_build(config_module, arg):
 def test_unknown_variant_and_search_choice(config_module):
   with pytest.raises(ValueError, match='unknown eval variant'):
     config_module.get_config('huge')
-  with pytest.raises(settings.EvalSetupError, match='exactly one'):
-    with settings.toolbox_factory(
+  with pytest.raises(config_lib.EvalSetupError, match='exactly one'):
+    with config_lib.toolbox_factory(
         {
             'index_dir': '',
             'url': '',
@@ -64,9 +64,9 @@ def test_unknown_variant_and_search_choice(config_module):
 def test_token_counter_choice(config_module):
   c = config_module.get_config('tiny')
   assert isinstance(
-      harness.counter(settings.eval_config(c)), budgets.CharTokenCounter
+      harness.counter(config_lib.eval_config(c)), budgets.CharTokenCounter
   )
-  config = settings.eval_config(c)
+  config = config_lib.eval_config(c)
   qwen = harness.counter(dataclasses.replace(config, tokenizer='qwen3'))
   assert qwen.count([{'role': 'user', 'content': 'Hello world'}]) == 2 + 8
 
@@ -74,15 +74,15 @@ def test_token_counter_choice(config_module):
 def test_rerank_needs_an_auxiliary_llm(tiny_index):
   search = {'index_dir': str(tiny_index), 'url': '', 'tools': ('search',),
             'top_k': 3, 'rerank': True}  # fmt: skip
-  with pytest.raises(settings.EvalSetupError, match='auxiliary LLM'):
-    with settings.toolbox_factory(search, None):
+  with pytest.raises(config_lib.EvalSetupError, match='auxiliary LLM'):
+    with config_lib.toolbox_factory(search, None):
       pass
 
 
 def test_manifest_hashes_every_prompt_in_use(config_module, tiny_index):
   """Summary CM and the auxiliary LLM's visit/rerank prompts are hashed too."""
   c = config_module.get_config('tiny')
-  config = settings.eval_config(c)
+  config = config_lib.eval_config(c)
   config = dataclasses.replace(
       config,
       agent=dataclasses.replace(
@@ -90,7 +90,7 @@ def test_manifest_hashes_every_prompt_in_use(config_module, tiny_index):
           context=managed_context.ContextConfig(policy='summary'),
       ),
   )
-  policy, _ = settings.llm(c.policy)
+  policy, _ = config_lib.llm(c.policy)
   _, prompts = harness._runner(  # pylint: disable=protected-access
       config, policy, None, []
   )
@@ -100,13 +100,13 @@ def test_manifest_hashes_every_prompt_in_use(config_module, tiny_index):
   }
   search = {'index_dir': str(tiny_index), 'url': '', 'top_k': 3,
             'tools': ('search', 'visit'), 'rerank': True}  # fmt: skip
-  with settings.toolbox_factory(search, policy) as factory:
+  with config_lib.toolbox_factory(search, policy) as factory:
     assert factory.manifest['prompt_sha256'] == {
         'visit_summary.txt': prompt_lib.load('visit_summary.txt').sha256,
         'rerank.txt': prompt_lib.load('rerank.txt').sha256,
     }
   search.update(rerank=False)
-  with settings.toolbox_factory(search, None) as factory:
+  with config_lib.toolbox_factory(search, None) as factory:
     assert factory.manifest['prompt_sha256'] == {}  # extractive visit
 
 
@@ -114,14 +114,14 @@ def test_sampler_policy_needs_agent_limits_within_the_sampler(config_module):
   """Limits the sampler would cut first are refused, not misreported."""
   c = config_module.get_config('tiny')
   c.policy.kind = 'sampler'
-  with pytest.raises(settings.EvalSetupError, match='agent.context_limit'):
-    settings.eval_config(c)  # context 32,768 > 4,096 + 1,024
+  with pytest.raises(config_lib.EvalSetupError, match='agent.context_limit'):
+    config_lib.eval_config(c)  # context 32,768 > 4,096 + 1,024
   c.agent.context_limit = 5_120
   c.agent.max_output_tokens = 2_048
-  with pytest.raises(settings.EvalSetupError, match='max_new_tokens \\(1024'):
-    settings.eval_config(c)
+  with pytest.raises(config_lib.EvalSetupError, match='max_new_tokens \\(1024'):
+    config_lib.eval_config(c)
   c.agent.max_output_tokens = 1_024
-  assert settings.eval_config(c).agent.budgets.context_limit == 5_120
+  assert config_lib.eval_config(c).agent.budgets.context_limit == 5_120
 
 
 def test_served_server_takes_the_sampler_sections_model_and_limits(
@@ -147,9 +147,9 @@ def test_served_server_takes_the_sampler_sections_model_and_limits(
   c.served.overrides = ('engine.slots=9',)
   assert served.server_overrides(c)['engine.slots'] == '9'
   c.served.overrides = ('engine.slots',)
-  with pytest.raises(settings.EvalSetupError, match='not key=value'):
+  with pytest.raises(config_lib.EvalSetupError, match='not key=value'):
     served.server_overrides(c)
   # The agent's limits must fit the served model's, as the sampler's.
   c.agent.context_limit = 5000
-  with pytest.raises(settings.EvalSetupError, match='sampler/served'):
-    settings.eval_config(c)
+  with pytest.raises(config_lib.EvalSetupError, match='sampler/served'):
+    config_lib.eval_config(c)
