@@ -131,3 +131,20 @@ def test_host_id_comes_from_the_environment_without_joining(monkeypatch):
   monkeypatch.setenv('MEGASCALE_NUM_SLICES', '2')
   monkeypatch.setenv('MEGASCALE_SLICE_ID', '1')
   assert distributed.host_id() == 's1-h3'
+
+
+@pytest.mark.slow
+def test_the_rollout_server_refuses_to_span_processes(tmp_path, repo_root):
+  """Two processes of `search_agent.serving` form one program; the server
+  refuses before it loads a model, naming what to do instead."""
+  binary = spec_lib.Binary(
+      module='search_agent.serving',
+      flags={'config': 'tpu_configs/serve.py:tiny'},
+      env={'JAX_PLATFORMS': 'cpu'},
+  )
+  out = io.StringIO()
+  layout = processes_lib.Layout(processes=2, devices=8, grace_s=5)
+  status = processes_lib.run(binary, layout, cwd=repo_root, out=out)
+  assert status == 1, out.getvalue()[-3000:]
+  assert 'the rollout server runs on one host' in out.getvalue()
+  assert 'one independent copy per host' in out.getvalue()

@@ -70,11 +70,22 @@ def pairs(entries: Sequence[str], what: str, form: str) -> dict[str, str]:
   return out
 
 
+# A server is one host's program: a child never joins the coordinator of the
+# processes that started it (search_agent.distributed).
+_PROCESS_VARIABLES = (
+    'JAX_COORDINATOR_ADDRESS',
+    'TPU_WORKER_HOSTNAMES',
+    'TPU_PROCESS_ADDRESSES',
+)
+
+
 def env_pairs(entries: Sequence[str], what: str) -> dict[str, str]:
-  """The environment of the children: this one's plus 'NAME=value'
-  `entries` (`what` names the config field in errors)."""
+  """The environment of the children: this one's, without the variables
+  that join processes into one program, plus 'NAME=value' `entries`
+  (`what` names the config field in errors)."""
+  base = {k: v for k, v in os.environ.items() if k not in _PROCESS_VARIABLES}
   return {
-      **os.environ,
+      **base,
       'PYTHONUNBUFFERED': '1',
       **pairs(entries, what, 'NAME=value'),
   }

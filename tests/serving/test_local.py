@@ -57,3 +57,14 @@ def test_malformed_environment_entries_are_refused_by_name():
   assert local.env_pairs(('A=1', ' B = x=y '), 'served.env')['B'] == 'x=y'
   with pytest.raises(ValueError, match="served.env entry 'XLA' is not"):
     local.env_pairs(('XLA',), 'served.env')
+
+
+def test_a_child_server_never_joins_its_parents_program(monkeypatch):
+  """Started from one process of a multi-process learner, a server is its
+  own one-host program: the coordinator variables stay behind."""
+  monkeypatch.setenv('JAX_COORDINATOR_ADDRESS', '127.0.0.1:1234')
+  monkeypatch.setenv('TPU_WORKER_HOSTNAMES', '127.0.0.1,127.0.0.1')
+  env = local.env_pairs(('JAX_PLATFORMS=cpu',), 'env')
+  assert 'JAX_COORDINATOR_ADDRESS' not in env
+  assert 'TPU_WORKER_HOSTNAMES' not in env
+  assert env['JAX_PLATFORMS'] == 'cpu'
