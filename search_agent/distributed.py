@@ -26,6 +26,7 @@ import json
 import os
 from typing import Any, Callable, Mapping
 
+from absl import flags
 from absl import logging
 import jax
 from jax._src import distributed as jax_distributed  # no public barrier
@@ -158,6 +159,7 @@ def initialize(environ: Mapping[str, str] | None = None) -> Topology:
     # together: JAX's CPU collectives (gloo) give the processes 30 s, not
     # configurable, to meet at a device group's first collective.
     multihost_utils.sync_global_devices('search_agent.distributed.initialize')
+    _orbax_uses_coordination_barriers()
     topo = dataclasses.replace(
         topo,
         num_processes=jax.process_count(),
@@ -174,6 +176,20 @@ def initialize(environ: Mapping[str, str] | None = None) -> Topology:
     )
   _topology = topo
   return topo
+
+
+def _orbax_uses_coordination_barriers() -> None:
+  """Orbax's barriers through the coordination service, not collectives.
+
+  By default orbax meets the other processes with a device collective, some
+  of them from its own threads (removing old checkpoints, finishing a
+  save); one of those crossing a training step's collectives on another
+  process aborted a 2-process run (gloo: 'Received data size doesn't match
+  expected size ... collective mismatch').
+  """
+  name = 'experimental_orbax_use_distributed_barrier'
+  if name in flags.FLAGS:
+    flags.FLAGS[name].value = True
 
 
 def topology() -> Topology:

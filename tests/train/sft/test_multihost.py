@@ -1,6 +1,8 @@
 """The SFT binary as 2 real processes x 4 CPU devices (launch.local), against
 1 process x 8 devices: the same losses, one writer, and a SIGKILL of one
 process that stops the other and resumes to the uninterrupted run's losses.
+Validation is off here: see docs/gaps.md (a 2-process validation after
+several checkpoints aborted in gloo under heavy load).
 """
 
 import json
@@ -29,7 +31,7 @@ def _cmd(workdir, processes):
       f'--processes={processes}',
       f'--config.flags.workdir={workdir}',
       f'--config.extra_args=--config.total_updates={UPDATES}'
-      ' --config.checkpoint.every=2 --config.eval_every=0',
+      ' --config.checkpoint.every=2 --config.data.val_path=',
   ]
 
 
@@ -55,6 +57,7 @@ def _why(out: str) -> str:
 def _run(repo_root, workdir, processes):
   proc = _start(repo_root, workdir, processes)
   out, _ = proc.communicate(timeout=900)
+  (workdir.parent / f'{workdir.name}.log').write_text(out)
   assert proc.returncode == 0, _why(out)
   return out
 
