@@ -14,6 +14,7 @@ run's status is the first non-zero one.
 import dataclasses
 import os
 import pathlib
+import queue
 import re
 import signal
 import socket
@@ -146,24 +147,22 @@ def run(
     )
     t.start()
     pumps.append(t)
+  exits: queue.Queue = queue.Queue()  # (index, status) in the order of exit
+  for i, p in enumerate(procs):
+    threading.Thread(
+        target=lambda i=i, p=p: exits.put((i, p.wait())), daemon=True
+    ).start()
   status = 0
   try:
-    running = list(procs)
-    while running:
-      for p in list(running):
-        rc = p.poll()
-        if rc is None:
-          continue
-        running.remove(p)
-        if rc != 0 and status == 0:
-          status = rc
-          with lock:
-            out.write(
-                f'[launch] process {procs.index(p)} exited with {rc}:'
-                ' stopping the others\n'
-            )
-          _stop(running, layout.grace_s)
-      time.sleep(0.1)
+    for _ in procs:
+      i, rc = exits.get()
+      if rc != 0 and status == 0:
+        status = rc
+        with lock:
+          out.write(
+              f'[launch] process {i} exited with {rc}: stopping the others\n'
+          )
+        _stop([p for p in procs if p.poll() is None], layout.grace_s)
   finally:
     _stop(procs, layout.grace_s)
     for t in pumps:

@@ -120,8 +120,10 @@ def test_sigkill_of_one_process_stops_the_other_and_resumes(
   out, _ = proc.communicate(timeout=120)
   # The launcher notices within its grace period and stops process 0.
   assert time.monotonic() - killed_at < 60
-  assert proc.returncode == -signal.SIGKILL, out[-3000:]
-  assert 'process 1 exited with -9' in out
+  assert proc.returncode != 0, out[-3000:]
+  # The launcher reaps process 1 first and stops process 0 (which may also
+  # have failed on its own, in a collective that lost its peer).
+  assert 'process 1 exited with -9' in out, _why(out)
   done = len(_train_rows(workdir))
   assert done < UPDATES  # killed mid-run
   out = _run(repo_root, workdir, 2)
