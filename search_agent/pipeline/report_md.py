@@ -136,11 +136,12 @@ def _head(rep: dict, run_dir: str) -> list[str]:
   ]
   base = rep.get('base')
   if base:
+    copy = base['final'].get('copy_nll')
+    probe = f'; copy probe {copy:.2f} nats' if copy is not None else ''
     lines += [
         '',
         f'Started from an imported base model (step {base["step"]}, params'
-        f' sha256 {str(base["params_sha256"])[:12]}, checked; copy probe'
-        f' {base["final"].get("copy_nll", "-")} nats), made by'
+        f' sha256 {str(base["params_sha256"])[:12]}, checked{probe}), made by'
         f' `{base["command"]}`.',
     ]
   paired = _paired(rep)
