@@ -1,5 +1,6 @@
 """The whole recipe as one run: `python -m launch.pipeline
---config=tpu_configs/pipeline.py[:tiny|:learn] --workdir=DIR`.
+--config=tpu_configs/pipeline.py[:auto|:tiny|:learn_accel|:learn]
+--workdir=DIR`.
 
 Stages (each its own binary, DIR/<stage>, reused while its inputs are
 unchanged; search_agent/pipeline/plan.py wires them):
@@ -29,9 +30,20 @@ unchanged; search_agent/pipeline/plan.py wires them):
   eval_after_climb (climb.enabled) eval.run
   report           DIR/report.md, report.json and plots
 
-Variants:
-  tiny   the README's main job (`bash launch/run_main.sh`), minutes on 2
-         CPU cores.
+Variants (`--config=tpu_configs/pipeline.py:VARIANT`):
+  auto   (no variant, as `bash launch/run_main.sh` runs it) chosen by the
+         devices JAX sees: a GPU or TPU runs learn_accel, a CPU tiny
+         (search_agent/pipeline/variant.py; a subprocess asks JAX). The
+         console's first line and report.json (`variant`, `device_kind`,
+         `variant_reason`) say which and why; naming a variant overrides it.
+  tiny   the README's main job on CPU (`bash launch/run_main.sh` there):
+         imports the shipped 4-layer base (SHIPPED_BASE, made by `learn`'s
+         pretraining in 500 updates) instead of pretraining, 450 SFT
+         updates rehearsing the pretraining texts, 3 RL updates, 100
+         held-out tasks; minutes on 2 CPU cores.
+  learn_accel
+         learn sized for one accelerator (<= 15 minutes on one H100): 60 RL
+         updates, no rl_seen stages.
   learn  the learning-signal run: 200 held-out tasks, every train task's
          demonstrations with search and visit, the tiny model with 4
          layers, 1,000 pretraining and 1,200 SFT updates rehearsing the
@@ -44,6 +56,8 @@ values: docs/decisions.md ("The main job").
 """
 
 import ml_collections
+
+from search_agent.pipeline import variant as variant_lib
 
 STAGES = (
     'index',
@@ -64,14 +78,35 @@ STAGES = (
 CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
 
 
+VARIANTS = ('tiny', 'learn', 'learn_accel')
+# The tiny base model `learn`'s pretraining makes (4 layers, 500 updates on
+# shuffle sequences), shipped with its manifest; `python -m
+# search_agent.pipeline.make_base --workdir=DIR` makes it again and checks
+# the hashes.
+SHIPPED_BASE = 'search_agent/pipeline/data/base_tiny4'
+
+
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-  """Returns the pipeline config of variant `arg` ('tiny' or 'learn')."""
-  variant = arg or 'tiny'
-  if variant not in ('tiny', 'learn'):
-    raise ValueError(f'pipeline variant {variant!r}: use tiny or learn')
-  learn = variant == 'learn'
+  """Returns the pipeline config of variant `arg` (VARIANTS; None or 'auto':
+  the one the devices call for)."""
+  if arg in (None, '', variant_lib.AUTO):
+    choice = variant_lib.auto()
+  elif arg in VARIANTS:
+    choice = variant_lib.named(arg)
+  else:
+    raise ValueError(
+        f'pipeline variant {arg!r}: use {", ".join(VARIANTS)} or auto'
+    )
+  variant = choice.variant
+  learn = variant in ('learn', 'learn_accel')
+  accel = variant == 'learn_accel'
+  tiny = variant == 'tiny'
   c = ml_collections.ConfigDict()
   c.variant = variant
+  # What JAX sees ('' = not asked yet: the driver asks before the first
+  # stage) and why this variant runs; both go into the report.
+  c.device_kind = choice.device_kind
+  c.variant_reason = choice.reason
   # Interpreter of the stage binaries; '' = the driver's own.
   c.python = ''
   # JAX's persistent compilation cache for the stage binaries, under the run
@@ -108,12 +143,20 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       rl_fraction=0.0,
   )
   c.tokenizer = dict(vocab_size=4096)
+  # A base model to start from instead of training the tokenizer and
+  # pretraining: a directory of search_agent/pipeline/base_model.py
+  # (parameters, tokenizer, manifest with hashes), imported and checked by
+  # the tokenizer and pretrain stages, as a user imports a pretrained model
+  # ('' = train both here). model.dims must be the base's. `tiny`: the
+  # shipped base, so that its SFT starts from a model that copies (its own
+  # quarter hour holds no pretraining that forms copying).
+  c.base = dict(path=SHIPPED_BASE if tiny else '')
   # The tiny model's sizes, overridden for every model stage alike
   # (pretrain, SFT, RL: model.dims.NAME; evals: sampler.dims), as
   # 'name=value' strings, e.g. ('head_dim=32',); names: tpu_configs/model.
   # `learn`: 4 layers instead of 2, so copying forms early in pretraining
   # (docs/decisions.md, "The main job").
-  c.model = dict(dims=('base_num_decoder_layers=4',) if learn else ())
+  c.model = dict(dims=('base_num_decoder_layers=4',))
   # Pretraining on corpus text with synthetic sequences (train.sft,
   # data.mode='pretrain': tpu_configs/sft.py:pretrain_tiny). `learn`: 95%
   # 'shuffle' sequences (twelve corpus words, repeated) at a constant step
@@ -124,12 +167,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # `extra`: more overrides.
   c.pretrain = dict(
       config='tpu_configs/sft.py:pretrain_tiny',
-      # `learn`: 1,000, by which the 4-layer model copies.
-      updates=1000 if learn else 40,
+      # `learn`: 1,000, by which the 4-layer model copies; `tiny`: 500,
+      # the shipped base's (what `--config.base.path=''` pretrains here).
+      updates=1000 if learn else 500,
       warmup=10,
-      synthetic_fraction=0.95 if learn else 0.2,
-      synthetic_kinds=('shuffle',) if learn else ('copy', 'recall'),
-      schedule='warmup_constant' if learn else 'warmup_cosine',
+      synthetic_fraction=0.95,
+      synthetic_kinds=('shuffle',),
+      schedule='warmup_constant',
       decay=0,  # 'warmup_stable_decay': the last updates, decayed
       extra=(),
   )
@@ -176,21 +220,22 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # pretrain stage runs; `extra` any others.
   c.sft = dict(
       config='tpu_configs/sft.py:tiny',
-      # `tiny`: 240, where every first call after SFT is well formed
-      # (docs/decisions.md).
-      updates=1200 if learn else 240,
+      # `tiny`: 450, from the shipped base: 600 reached 21/100 held out but
+      # the main job then took 26 minutes on 2 shared cores
+      # (docs/experiments/main-job.md).
+      updates=1200 if learn else 450,
       # Packed rows of 2,048 tokens (a compact demonstration is ~420).
       seq_len=2048,
       micro_steps=2,
-      warmup=20 if learn else 5,
-      eval_every=100 if learn else 60,
+      warmup=20,
+      eval_every=100 if learn else 150,
       init=('init_from={pretrain}',),
       # The share of SFT's training elements that are pretraining texts
       # (the pretrain section's corpus, synthetic_fraction and kinds;
       # train.sft data.rehearsal_*), so SFT keeps what pretraining formed
-      # (copying). 0 = demonstrations only. `learn`: 0.5, or SFT unlearns
-      # copying (docs/decisions.md).
-      rehearsal=0.5 if learn else 0.0,
+      # (copying). 0 = demonstrations only. 0.5, or SFT unlearns copying
+      # (docs/decisions.md).
+      rehearsal=0.5,
       extra=(),
   )
   # Held-out evaluation, greedy, exact match.
@@ -215,8 +260,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # checkpoint_dir is what eval_after_rl restores.
   c.rl = dict(
       config='tpu_configs/rl.py:tiny',
-      # `learn`: 120 (docs/experiments/learning-signal.md).
-      updates=120 if learn else 3,
+      # `learn`: 120 (docs/experiments/learning-signal.md); `learn_accel`:
+      # 60, to fit its quarter hour on one accelerator.
+      updates=(60 if accel else 120) if learn else 3,
       # Constant Muon step size: the recipe's 2e-6 moves a 1M-parameter
       # model nowhere in 30 updates; 1e-3 is where tiny SFT's cosine ends.
       learning_rate=1e-3,
@@ -261,7 +307,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # (eval_rl_siblings_*) and as many sharing none (eval_rl_untouched_*):
   # whether RL's gain reaches other questions about its pages, and pages
   # it never visited, before held-out ones (rl_seen.py).
-  c.rl_seen = dict(enabled=learn, reach=240 if learn else 0)
+  # Off in `learn_accel`: six more evaluations than its quarter hour holds.
+  c.rl_seen = dict(
+      enabled=learn and not accel, reach=240 if learn and not accel else 0
+  )
   # One SFT-RL climb (Iris, "SFT-RL climbing"): climb_data selects from the
   # RL stage's used rollouts, per query whose pass rate p has min_pass < p <
   # max_pass, the shortest correct one with >= min_tool_turns tool calls

@@ -85,13 +85,16 @@ def filter_figure(d: str) -> str:
 
 
 def train_curve(d: str) -> dict[str, list]:
-  """{'train': [(step, nll)], 'val': [(step, nll)], 'tokens_per_s': [...]}."""
+  """{'train': [(step, nll)], 'val': [(step, nll)], 'tokens_per_s': [...],
+  'copy_nll': [(step, nats)] (pretraining's copy probe, when recorded)}."""
   rows = read_jsonl(os.path.join(d, 'metrics.jsonl'))
-  out = {'train': [], 'val': [], 'tokens_per_s': []}
+  out = {'train': [], 'val': [], 'tokens_per_s': [], 'copy_nll': []}
   for r in rows:
     if 'nll' not in r:
       continue
     split = 'val' if r.get('split') == 'val' else 'train'
+    if split == 'val' and 'copy_nll' in r:
+      out['copy_nll'].append((r['step'], r['copy_nll']))
     out[split].append((r['step'], r['nll']))
     if split == 'train' and 'tokens_per_s' in r:
       out['tokens_per_s'].append((r['step'], r['tokens_per_s']))
@@ -188,6 +191,16 @@ def seen_figure(d: str) -> str:
   return figure
 
 
+def base_figure(d: str) -> str:
+  """The imported base's step, size and final copy probe (base.json)."""
+  m = read_json(os.path.join(d, 'base.json')) or {}
+  final = m.get('final', {})
+  text = f'imported base: step {m.get("step", "?")}'
+  if 'copy_nll' in final:
+    text += f', copy_nll {final["copy_nll"]:.2f}'
+  return text + f', sha256 {m.get("params_sha256", "?")[:12]} checked'
+
+
 def report_figure(d: str) -> str:
   return f'wrote {os.path.join(os.path.dirname(d), "report.md")}'
 
@@ -207,6 +220,7 @@ FIGURES: dict[str, Callable[[str], str]] = {
     'search_agent.pipeline.climb_data': climb_figure,
     'search_agent.pipeline.make_rl_pool': pool_figure,
     'search_agent.pipeline.make_rl_seen': seen_figure,
+    'search_agent.pipeline.import_base': base_figure,
 }
 
 

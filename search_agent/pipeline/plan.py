@@ -13,6 +13,7 @@ import importlib.util
 import os
 from typing import Any, Callable, Mapping
 
+from search_agent.pipeline import base_model
 from search_agent.pipeline import environment
 from search_agent.pipeline import stages as stages_lib
 
@@ -140,7 +141,46 @@ def _tasks(c) -> Stage:
   )
 
 
+def _import_base(c, name: str, part: str) -> Stage:
+  """The tokenizer or pretrain stage as an import of the base c.base.path
+  (its hashes checked); the manifest's sha256 is in the stage's hash."""
+  path = c.base.path
+  manifest = os.path.join(path, base_model.MANIFEST_FILE)
+  if not os.path.isfile(manifest):
+    raise PlanError(f'base.path {path!r} holds no {base_model.MANIFEST_FILE}')
+  if part == 'params':
+    _check_base_dims(c, base_model.read_manifest(path))
+  return Stage(
+      name=name,
+      module='search_agent.pipeline.import_base',
+      flags={
+          'base': path,
+          'part': part,
+          'manifest_sha256': stages_lib.file_sha256(manifest),
+      },
+  )
+
+
+def _check_base_dims(c, manifest: dict) -> None:
+  """The model sizes of c.model.dims are the base's."""
+  made = manifest.get('stages', {}).get('pretrain', {}).get('fingerprint', {})
+  prefix = 'model.dims.'
+  base = {
+      k[len(prefix) :]: v
+      for k, v in made.get('overrides', {}).items()
+      if k.startswith(prefix)
+  }
+  want = _extra(c.model.dims)
+  if base != want:
+    raise PlanError(
+        f'base.path {c.base.path!r} was pretrained with model sizes {base};'
+        f" model.dims gives {want}: set --config.model.dims to the base's"
+    )
+
+
 def _tokenizer(c) -> Stage:
+  if c.base.path:
+    return _import_base(c, 'tokenizer', 'tokenizer')
   return Stage(
       name='tokenizer',
       module='search_agent.pipeline.train_tokenizer',
@@ -149,6 +189,8 @@ def _tokenizer(c) -> Stage:
 
 
 def _pretrain(c) -> Stage:
+  if c.base.path:
+    return _import_base(c, 'pretrain', 'params')
   p = c.pretrain
   return Stage(
       name='pretrain',
@@ -471,7 +513,13 @@ def _eval_reach(c, tasks: str, model: str) -> Stage:
 def _report(c) -> Stage:
   names = stage_names(c)
   evals = [f'{EVALS[n]}:{n}' for n in names if n in EVALS]
-  flags = {'run_dir': '{dir}', 'evals': ','.join(evals), 'variant': c.variant}
+  flags = {
+      'run_dir': '{dir}',
+      'evals': ','.join(evals),
+      'variant': c.variant,
+      'device_kind': c.device_kind,
+      'variant_reason': c.variant_reason,
+  }
   if 'eval_rl_seen_rl' in names:  # only then: earlier reports stay reusable
     flags['rl_seen'] = 'eval_rl_seen_sft,eval_rl_seen_rl'
   reach = [s for s in REACH_SETS if f'eval_rl_{s}_rl' in names]

@@ -3,7 +3,9 @@ r"""Writes a pipeline run's report: DIR/report.json, DIR/report.md, plots.
   python -m search_agent.pipeline.report --run_dir=DIR --workdir=DIR/report \
       --evals=before_sft:eval_before_sft,after_sft:eval_after_sft,...
 
-report.json: pass@1 per evaluation (n, value, Wilson 95% ci_low/ci_high),
+report.json: the variant, the device JAX saw and why that variant ran;
+pass@1 per evaluation (n, value, Wilson 95% ci_low/ci_high), one verdict
+line (did the model learn, and if not why: verdict.py),
 paired tests between consecutive evaluations (exact McNemar, paired
 bootstrap), with --rl_seen=SFT_STAGE,RL_STAGE the same for the two on the
 tasks RL trained on (`rl_seen`), with --rl_reach=LABEL:SFT_STAGE:RL_STAGE,...
@@ -32,11 +34,18 @@ from search_agent.pipeline import report_md
 from search_agent.pipeline import runner
 from search_agent.pipeline import stages as stages_lib
 from search_agent.pipeline import stats
+from search_agent.pipeline import verdict as verdict_lib
 
 _RUN_DIR = flags.DEFINE_string('run_dir', None, 'The pipeline run directory.')
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Where the plots go.')
 _EVALS = flags.DEFINE_list('evals', [], 'label:stage of each evaluation.')
 _VARIANT = flags.DEFINE_string('variant', '', 'Pipeline config variant.')
+_DEVICE_KIND = flags.DEFINE_string(
+    'device_kind', '', 'What JAX saw when the pipeline started.'
+)
+_VARIANT_REASON = flags.DEFINE_string(
+    'variant_reason', '', 'Why this variant ran.'
+)
 _RL_SEEN = flags.DEFINE_list(
     'rl_seen', [], 'SFT and RL eval stages on the tasks RL trained on.'
 )
@@ -147,12 +156,27 @@ def rl_seen(run_dir: str, sft_stage: str, rl_stage: str) -> dict:
   }
 
 
+def _copy_probe(run_dir: str, rep: dict) -> float | None:
+  """The pretraining's last copy probe: its curve, or the imported base's."""
+  copy = rep['curves'].get('pretrain', {}).get('copy_nll')
+  if copy:
+    return copy[-1][1]
+  base = figures.read_json(os.path.join(run_dir, 'pretrain', 'base.json'))
+  if base:
+    rep['base'] = {
+        k: base.get(k) for k in ('command', 'step', 'params_sha256', 'final')
+    }
+  return (base or {}).get('final', {}).get('copy_nll')
+
+
 def build(
     run_dir: str,
     evals: list[tuple[str, str]],
     variant: str,
     seen: tuple[str, str] | None = None,
     reach: Sequence[tuple[str, str, str]] = (),
+    device_kind: str = '',
+    variant_reason: str = '',
 ) -> dict:
   """The report dict of a run directory.
 
@@ -170,6 +194,8 @@ def build(
   }
   rep = {
       'variant': variant,
+      'device_kind': device_kind,
+      'variant_reason': variant_reason,
       'run_dir': os.path.abspath(run_dir),
       'created_utc': datetime.datetime.now(datetime.timezone.utc).isoformat(),
       'pass_at_1': {},
@@ -215,6 +241,7 @@ def build(
   for name in figures.REWARD_CURVES:
     if name in records:
       rep['curves'][name] = figures.reward_curve(os.path.join(run_dir, name))
+  rep['verdict'] = verdict_lib.verdict(rep, _copy_probe(run_dir, rep))
   climb = figures.read_json(os.path.join(run_dir, 'climb_data', 'climb.json'))
   if climb:
     rep['climb'] = climb
@@ -265,7 +292,10 @@ def main(argv):
     raise app.UsageError(
         f'--rl_reach takes label:sft_stage:rl_stage entries: {_RL_REACH.value}'
     )
-  rep = build(_RUN_DIR.value, evals, _VARIANT.value, seen, reach)
+  rep = build(
+      _RUN_DIR.value, evals, _VARIANT.value, seen, reach,
+      _DEVICE_KIND.value, _VARIANT_REASON.value,
+  )  # fmt: skip
   os.makedirs(_WORKDIR.value, exist_ok=True)
   rep['plots'] = plots.write_all(rep, _WORKDIR.value)
   with open(os.path.join(_RUN_DIR.value, 'report.json'), 'w') as f:

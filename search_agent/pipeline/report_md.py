@@ -51,21 +51,25 @@ def _reach_table(rep: dict) -> list[str]:
 
 def _pass_table(rep: dict) -> list[str]:
   lines = [
-      '| evaluation | n | pass@1 | 95% interval (Wilson) | first call well'
-      ' formed | first query names the first page |',
-      '|---|---|---|---|---|---|',
+      '| held-out evaluation | n | correct | pass@1 | 95% interval (Wilson)'
+      ' | first call well formed | first query names the first page |',
+      '|---|---|---|---|---|---|---|',
   ]
   for label, r in rep['pass_at_1'].items():
     wf = rep['well_formed_first_call'].get(label)
     qn = rep['query_names_first_page'].get(label)
     lines.append(
-        f'| {label} | {r["n"]} | {_pct(r["value"])} |'
+        f'| {label} | {r["n"]} | {r.get("k", "-")} | {_pct(r["value"])} |'
         f' [{_pct(r["ci_low"])}, {_pct(r["ci_high"])}] |'
         f' {"-" if wf is None else _pct(wf)} | {"-" if qn is None else _pct(qn)} |'
     )
+  return lines
+
+
+def _paired(rep: dict) -> list[str]:
+  lines = []
   for name, p in rep['paired'].items():
     b = p['bootstrap_95']
-    lines.append('')
     lines.append(
         f'- {name}: {p["gained"]} tasks gained, {p["lost"]} lost of'
         f' {p["tasks"]}; Δ {_pct(p["delta"])}, McNemar p = {p["p_value"]:.3g},'
@@ -109,17 +113,47 @@ def _curves(rep: dict) -> list[str]:
   return lines or ['- (no training curves recorded)']
 
 
-def render(rep: dict, run_dir: str) -> str:
-  """The Markdown report."""
+def _head(rep: dict, run_dir: str) -> list[str]:
+  """What a researcher looks at first: pass@1, its plot, did it learn."""
   lines = [
       f'# Pipeline report ({rep["variant"] or "custom"})',
       '',
-      f'Run directory `{rep["run_dir"]}`; {rep["total_seconds"]:.0f} s of'
-      ' stage time.',
-      '',
-      '## Held-out pass@1',
-      '',
       *_pass_table(rep),
+      '',
+  ]
+  plot = rep.get('plots', {}).get('pass_at_1')
+  if plot:
+    lines += [f'![pass@1]({os.path.relpath(plot, run_dir)})', '']
+  verdict = rep.get('verdict')
+  if verdict:
+    lines += [f'**{verdict["line"]}**', '']
+  device = rep.get('device_kind') or 'unrecorded devices'
+  why = f' ({rep["variant_reason"]})' if rep.get('variant_reason') else ''
+  lines += [
+      f'Variant `{rep["variant"] or "custom"}` on {device}{why}. Run'
+      f' directory `{rep["run_dir"]}`; {rep["total_seconds"]:.0f} s of stage'
+      ' time.',
+  ]
+  base = rep.get('base')
+  if base:
+    copy = base['final'].get('copy_nll')
+    probe = f'; copy probe {copy:.2f} nats' if copy is not None else ''
+    lines += [
+        '',
+        f'Started from an imported base model (step {base["step"]}, params'
+        f' sha256 {str(base["params_sha256"])[:12]}, checked{probe}), made by'
+        f' `{base["command"]}`.',
+    ]
+  paired = _paired(rep)
+  if paired:
+    lines += ['', *paired]
+  return lines
+
+
+def render(rep: dict, run_dir: str) -> str:
+  """The Markdown report: the pass@1 table and plot, the verdict, the rest."""
+  lines = [
+      *_head(rep, run_dir),
       '',
       '## Curves',
       '',
@@ -170,6 +204,8 @@ def render(rep: dict, run_dir: str) -> str:
     )
   lines += ['', '## Plots', '']
   for name, path in rep.get('plots', {}).items():
+    if name == 'pass_at_1':
+      continue  # at the top
     lines.append(f'![{name}]({os.path.relpath(path, run_dir)})')
   v = rep['manifest']['versions']
   lines += ['', '## Versions', '', ', '.join(f'{k} {x}' for k, x in v.items())]

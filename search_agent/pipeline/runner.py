@@ -91,8 +91,14 @@ def stage_env(run_dir: str, compilation_cache: str) -> dict[str, str]:
   relative to the run directory: the stages that build the same model at the
   same shapes (the evaluations, RL's sampler) compile it once per run, and a
   rerun reuses it. One already set in the environment is kept.
+
+  On a GPU a JAX process takes most of the memory at start unless told not
+  to, and RL (learner and rollout server) and the served evaluations run two
+  processes on one device: XLA_PYTHON_CLIENT_PREALLOCATE is 'false' unless
+  set.
   """
   env = dict(os.environ, PYTHONUNBUFFERED='1')
+  env.setdefault('XLA_PYTHON_CLIENT_PREALLOCATE', 'false')
   if compilation_cache and 'JAX_COMPILATION_CACHE_DIR' not in env:
     env['JAX_COMPILATION_CACHE_DIR'] = os.path.join(run_dir, compilation_cache)
   return env
