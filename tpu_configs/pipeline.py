@@ -141,6 +141,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # RL draws new questions; 0: RL draws from the train tasks, whose
       # demonstrations SFT fitted.
       rl_fraction=0.0,
+      # Keep one-hop lookups, which the seed's shortcut rule sends back
+      # (synthesis controller.keep_lookups): the tiny model learns the tool
+      # loop on them (docs/experiments/synthesis.md).
+      keep_lookups=True,
   )
   c.tokenizer = dict(vocab_size=4096)
   # A base model to start from instead of training the tokenizer and

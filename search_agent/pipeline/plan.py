@@ -127,7 +127,10 @@ def _tasks(c) -> Stage:
         module='search_agent.synthesis.run',
         config=t.synthesis_config,
         # Only when set: earlier runs' tasks stage stays reusable.
-        overrides={'rl_fraction': t.rl_fraction} if t.rl_fraction else {},
+        overrides={
+            **({'rl_fraction': t.rl_fraction} if t.rl_fraction else {}),
+            **({'controller.keep_lookups': True} if t.keep_lookups else {}),
+        },
         issue='13',
     )
   if t.source != 'lookup':
