@@ -11,6 +11,8 @@ processes), and numpy passed into `jit` is taken as replicated, so hosts
 holding different rows would silently compute different results.
 """
 
+import statistics
+import time
 from typing import Mapping
 
 import jax
@@ -113,3 +115,39 @@ def from_whole(
   start, stop = rows(sharding, next(iter(batch.values())).shape)
   local = {k: v[:, start:stop] for k, v in batch.items() if k != 'score_index'}
   return to_global(local, sharding, b, loss_positions_multiple)
+
+
+def _timed(fn, repeats: int) -> float:
+  jax.block_until_ready(fn())
+  times = []
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn())
+    times.append(time.perf_counter() - t0)
+  return statistics.median(times)
+
+
+def placement_seconds(mib: int, repeats: int) -> dict:
+  """Seconds to place a `mib` MiB [M, b, T] int32 batch on a mesh of every
+  device: `device_put` of the whole batch on every process against
+  `to_global` of each process's own rows (medians of `repeats`)."""
+  mesh = jax.sharding.Mesh(np.array(jax.devices()), ('batch',))
+  sharding = jax.sharding.NamedSharding(
+      mesh, jax.sharding.PartitionSpec(None, 'batch', None)
+  )
+  b, t = jax.device_count(), 2048
+  m = max(mib * 2**20 // (4 * b * t), 1)
+  whole = np.arange(m * b * t, dtype=np.int32).reshape(m, b, t)
+  start, stop = rows(sharding, whole.shape)
+  own = {'inputs': whole[:, start:stop], 'loss_mask': whole[:, start:stop]}
+  put = _timed(lambda: jax.device_put(whole, sharding), repeats)
+  local = _timed(lambda: to_global(own, sharding, b)['inputs'], repeats)
+  return {
+      'processes': jax.process_count(),
+      'devices': jax.device_count(),
+      'batch_mib': whole.nbytes / 2**20,
+      'device_put_s': put,
+      # Two features are placed: report the time of one.
+      'own_rows_s': local / 2,
+      'device_put_over_own_rows': put / (local / 2),
+  }

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from search_agent.train import host_batch
-from search_agent.train import hosts_benchmark
 
 
 def _sharding(shape, names, spec):
@@ -46,7 +45,7 @@ def test_to_global_equals_placing_the_whole_batch():
 
 def test_benchmark_pulse():
   """The placement benchmark's measurement, one process, a 1 MiB batch."""
-  out = hosts_benchmark.measure(1, 1)
+  out = host_batch.placement_seconds(1, 1)
   assert (out['processes'], out['devices']) == (1, 8)
   assert out['batch_mib'] == pytest.approx(1.0)
   assert out['device_put_s'] > 0 and out['own_rows_s'] > 0
