@@ -52,7 +52,7 @@ def test_slid_rollouts_are_trained_not_dropped(tmp_path):
   assert row['reprefill_overhead'] > 1.0
   # The rollouts file keeps every slid rollout's segments: each starts with
   # the same system prompt tokens (a whole prompt as sampled) and holds the
-  # tokens generated for at least one call.
+  # tokens sampled for at least one call.
   rollouts = [
       traj_lib.Trajectory.from_json(json.loads(l))
       for l in (workdir / 'rollouts-w0.jsonl').read_text().splitlines()
@@ -62,7 +62,9 @@ def test_slid_rollouts_are_trained_not_dropped(tmp_path):
   for t in slid:
     assert t.meta['context_slides'] == len(t.segments) - 1
     assert len({s.token_ids[:8] for s in t.segments}) == 1
-    assert all(sum(s.loss_mask) > 0 for s in t.segments)
+    # Generated tokens carry their policy version (an invalid turn's are not
+    # trained: loss 0).
+    assert all(any(v >= 0 for v in s.versions) for s in t.segments)
     # A later segment is not a continuation of the one before it.
     for a, b in zip(t.segments, t.segments[1:]):
       assert b.token_ids[: len(a.token_ids)] != a.token_ids
