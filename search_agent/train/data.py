@@ -289,10 +289,14 @@ class _Examples(grain.experimental.FlatMapTransform):
 
 
 def _stack(
-    rows: Sequence[Example], cfg: DataConfig, micro_batch: int | None = None
+    rows: Sequence[Example],
+    cfg: DataConfig,
+    micro_batch: int | None = None,
+    score: bool = True,
 ) -> Example:
-  """[M, b, T] arrays of `rows`; `score_index` added for a whole batch (one
-  stream: the width of a batch of several streams is agreed by `Updates`)."""
+  """[M, b, T] arrays of `rows`; `score_index` added for a whole batch when
+  `score` (a batch of several streams or processes gets it from its caller,
+  which agrees on the width: `host_batch.to_global`)."""
   micro_batch = micro_batch or cfg.micro_batch
   shape = (cfg.micro_steps, micro_batch, cfg.seq_len)
   batch = {}
@@ -305,7 +309,7 @@ def _stack(
       shape
   )
   batch['loss_mask'] = batch['loss_mask'] * (batch['segment_ids'] > 0)
-  if micro_batch != cfg.micro_batch:
+  if not score or micro_batch != cfg.micro_batch:
     return batch
   return with_score_index(batch, cfg.loss_positions_multiple)
 
@@ -361,6 +365,7 @@ def packed_updates(
     shuffle: bool = True,
     max_fan_out: int = 512,
     shard: int = 0,
+    score: bool = True,
 ) -> grain.IterDataset:
   """Updates (dicts of [M, b, T] int32 arrays) from any random-access source.
 
@@ -372,6 +377,7 @@ def packed_updates(
     max_fan_out: The most examples one element may yield.
     shard: The loader stream (of `cfg.shards`): elements shard, shard + S,
       ... of the shuffled source, packed into [M, b/S, T] arrays.
+    score: Add `score_index` (False when the caller adds it).
   """
   ds = grain.MapDataset.source(source)
   if shuffle:
@@ -394,7 +400,7 @@ def packed_updates(
   return packed.batch(
       cfg.micro_steps * micro_batch,
       drop_remainder=True,
-      batch_fn=lambda rows: _stack(rows, cfg, micro_batch),
+      batch_fn=lambda rows: _stack(rows, cfg, micro_batch, score),
   )
 
 
@@ -403,9 +409,9 @@ class Updates:
 
   Iterates [M, rows, T] arrays: rows `rows` of each microbatch (the slice of
   the global batch this process's devices hold), concatenated from loader
-  streams `shards` (`packed_updates(shard=k)`). `score_index` is left to the
-  caller, whose width must be agreed over every process's rows
-  (`score_width`). `get_state` / `set_state` cover every stream it runs.
+  streams `shards` (`packed_updates(shard=k, score=False)`). `score_index`
+  is left to the caller, whose width must be agreed over every process's
+  rows (`score_width`). `get_state` / `set_state` cover every stream it runs.
   """
 
   def __init__(
@@ -431,7 +437,6 @@ class Updates:
     return {
         key: np.concatenate([p[key] for p in parts], axis=1)[:, self._cut]
         for key in parts[0]
-        if key != 'score_index'
     }
 
   def get_state(self) -> dict[str, Any]:

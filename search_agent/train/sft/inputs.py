@@ -139,7 +139,9 @@ class Inputs:
     d = self.cfg.data
     source = self.train_source()
     return data_lib.Updates(
-        lambda k: data_lib.packed_updates(source, self.examples, d, shard=k),
+        lambda k: data_lib.packed_updates(
+            source, self.examples, d, shard=k, score=False
+        ),
         d,
         rows or (0, d.micro_batch),
     )

@@ -154,7 +154,9 @@ def _updates(path, render, cfg, rows):
   source = data_lib.JsonlTrajectories(path, cfg.train_lines, cfg.format)
   examples = data_lib.sft_examples(render, cfg.seq_len)
   return data_lib.Updates(
-      lambda k: data_lib.packed_updates(source, examples, cfg, shard=k),
+      lambda k: data_lib.packed_updates(
+          source, examples, cfg, shard=k, score=False
+      ),
       cfg,
       rows,
   )
