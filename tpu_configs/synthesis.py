@@ -253,5 +253,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       _tiny_served(c)
   if 'iris' in mods:  # e.g. tiny,iris,served: Iris's roles on the tiny run
     c.mode = 'iris'
-    c.controller.exempt_named_start = False
   return c

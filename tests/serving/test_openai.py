@@ -106,5 +106,7 @@ def test_eval_run_through_the_server(server, tiny_index, tmp_path):
   assert len(trajs) == 2
   for t in trajs:  # token-exact through the OpenAI endpoint
     assert t.tokens is not None and sum(t.tokens.loss_mask) == 16
-    # llm/openai_client.py reads no policy versions (ServerLLM does).
-    assert t.meta['tokens_note'] == 'no policy version from the backend (-1)'
+    # llm/openai_client.py reads the server's policy_versions extension.
+    assert t.meta['tokens_note'] == ''
+    gen = [v for v, m in zip(t.tokens.versions, t.tokens.loss_mask) if m]
+    assert gen and min(gen) >= 0

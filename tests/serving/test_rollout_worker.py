@@ -72,8 +72,9 @@ def test_worker_group_through_the_server(server, tiny_index, tmp_path):
   # Each finished rollout released its sessions on the server.
   assert not policy._sessions and policy.released_sessions >= 2
   for scored in group.trajectories:
-    tokens = scored.tokens
-    gen = [v for v, m in zip(tokens.versions, tokens.loss_mask) if m]
-    assert gen and set(gen) == {served.engine.version}
-    routing = token_exact.decode_routing(tokens.routed_experts)
-    assert routing.shape[0] >= len(tokens.token_ids) - 1
+    assert scored.segments
+    for tokens in scored.segments:
+      gen = [v for v, m in zip(tokens.versions, tokens.loss_mask) if m]
+      assert gen and set(gen) == {served.engine.version}
+      routing = token_exact.decode_routing(tokens.routed_experts)
+      assert routing.shape[0] >= len(tokens.token_ids) - 1

@@ -205,7 +205,7 @@ def test_pretrain_tiny_config_converts(repo_root):
   assert cfg.data.seq_len == cfg.model.max_target_length == 512
   tiny = sft_config.from_config_dict(mod.get_config('tiny'))
   assert tiny.data.mode == 'sft' and tiny.init_from == ''
-  assert tiny.data.seq_len == tiny.model.max_target_length == 8192
+  assert tiny.data.seq_len == tiny.model.max_target_length == 12288
   assert tiny.model.remat_policy == 'full'
   with pytest.raises(ValueError, match='variant'):
     mod.get_config('huge')
