@@ -128,6 +128,31 @@ def reward_curve(d: str) -> dict[str, list]:
   return out
 
 
+def rl_horizon(d: str) -> dict[str, Any] | None:
+  """What an RL run trained at its horizon, summed over its updates: the
+  trajectories, those whose context window slid (trained as several token
+  segments), their segments, and the rollouts dropped as inexact."""
+  rows = [
+      r
+      for r in read_jsonl(os.path.join(d, 'metrics.jsonl'))
+      if 'trajectories_slid' in r
+  ]
+  if not rows:
+    return None
+  trajs = sum(int(r.get('trajectories', 0)) for r in rows)
+  segments = sum(
+      r.get('segments_per_trajectory', 1.0) * r.get('trajectories', 0)
+      for r in rows
+  )
+  return {
+      'updates': len(rows),
+      'trajectories': trajs,
+      'slid': sum(int(r['trajectories_slid']) for r in rows),
+      'segments_per_trajectory': segments / trajs if trajs else 0.0,
+      'dropped_inexact': sum(int(r.get('dropped_inexact', 0)) for r in rows),
+  }
+
+
 def rl_figure(d: str) -> str:
   curves = reward_curve(d)
   if not curves:

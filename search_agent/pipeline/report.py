@@ -241,6 +241,9 @@ def build(
   for name in figures.REWARD_CURVES:
     if name in records:
       rep['curves'][name] = figures.reward_curve(os.path.join(run_dir, name))
+      horizon = figures.rl_horizon(os.path.join(run_dir, name))
+      if horizon:
+        rep.setdefault('rl_horizon', {})[name] = horizon
   rep['verdict'] = verdict_lib.verdict(rep, _copy_probe(run_dir, rep))
   climb = figures.read_json(os.path.join(run_dir, 'climb_data', 'climb.json'))
   if climb:

@@ -98,6 +98,14 @@ def _curves(rep: dict) -> list[str]:
           f'- {name} {key}: {points[0][1]:.3f} (update {points[0][0]}) →'
           f' {points[-1][1]:.3f} (update {points[-1][0]})'
       )
+  for name, h in sorted((rep.get('rl_horizon') or {}).items()):
+    lines.append(
+        f'- {name} horizon: {h["trajectories"]} trajectories trained in'
+        f' {h["updates"]} updates, {h["slid"]} of them slid (the context'
+        f' window dropped observations: trained as'
+        f' {h["segments_per_trajectory"]:.2f} segments a trajectory on'
+        f' average), {h["dropped_inexact"]} rollouts dropped as inexact'
+    )
   if rep.get('rl_pool'):
     m = rep['rl_pool']
     lines.append(

@@ -101,3 +101,35 @@ def test_report_md_leads_with_the_table_the_plot_and_the_verdict(tmp_path):
   assert lines[7] == '![pass@1](report/pass_at_1.png)'
   assert lines[9].startswith('**The model learned: held-out pass@1')
   assert lines[11].startswith('Variant `tiny` on cpu (named on the command')
+
+
+def test_the_report_counts_the_rl_trajectories_that_slid(tmp_path):
+  _fake_eval(tmp_path / 'e0', [False] * 4)
+  rl = tmp_path / 'rl'
+  rl.mkdir()
+  rows = [  # two updates: 4 trajectories (1 slid into 3 segments), then 2
+      {'step': 1, 'reward_mean': 0.5, 'trajectories': 4,
+       'trajectories_slid': 1, 'segments_per_trajectory': 1.5,
+       'dropped_inexact': 0},
+      {'step': 2, 'reward_mean': 0.25, 'trajectories': 2,
+       'trajectories_slid': 0, 'segments_per_trajectory': 1.0,
+       'dropped_inexact': 1},
+  ]  # fmt: skip
+  (rl / 'metrics.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+  (tmp_path / 'stages.json').write_text(json.dumps({
+      n: {'seconds': 1.0, 'hash': 'h', 'argv': [], 'figure': '',
+          'reused': False, 'log': ''} for n in ('e0', 'rl')
+  }))  # fmt: skip
+  rep = report.build(str(tmp_path), [('before_sft', 'e0')], 'tiny')
+  assert rep['rl_horizon']['rl'] == {
+      'updates': 2,
+      'trajectories': 6,
+      'slid': 1,
+      'segments_per_trajectory': (1.5 * 4 + 2) / 6,
+      'dropped_inexact': 1,
+  }
+  text = report_md.render(rep, str(tmp_path))
+  assert (
+      '- rl horizon: 6 trajectories trained in 2 updates, 1 of them slid'
+      in text
+  )
