@@ -118,6 +118,7 @@ def run_job(
       job.seed,
       manifest,
       extras,
+      job.heldout_phrasings,
   )
   report['seconds_total'] = round(time.perf_counter() - start, 2)
   return report

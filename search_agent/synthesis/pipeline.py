@@ -2,7 +2,8 @@
 
 `prepare` is deterministic and cheap (recomputed on resume); `run_loop`
 processes evidence graphs in chunks, journalling each finished graph;
-`write_outputs` rebuilds tasks.{train,rl,heldout}.jsonl, decisions.jsonl,
+`write_outputs` rebuilds tasks.{train,rl,heldout,heldout_phrasings}.jsonl,
+decisions.jsonl,
 funnel.{json,md,png} and manifest.json from the journal.
 """
 
@@ -26,6 +27,7 @@ from search_agent.synthesis import graph as graph_lib
 from search_agent.synthesis import journal as journal_lib
 from search_agent.synthesis import paths as paths_lib
 from search_agent.synthesis import patterns
+from search_agent.synthesis import phrasings
 from search_agent.synthesis import split as split_lib
 from search_agent.synthesis import tasks as tasks_lib
 from search_agent.synthesis.loop import SynthesisLoop
@@ -191,21 +193,39 @@ def write_outputs(
     seed: int,
     manifest: dict[str, Any],
     extras: dict[str, Any] | None = None,
+    heldout_phrasings: int = 0,
 ) -> dict[str, Any]:
   """Writes every output file from the journal; returns the report.
 
   `extras` (e.g. the LLM roles' counters under 'roles' and the role check
-  under 'role_check') are added to funnel.json as they are.
+  under 'role_check') are added to funnel.json as they are. Tasks asked in
+  one of the `heldout_phrasings` phrasings per relation kept out of training
+  go to tasks.heldout_phrasings.jsonl, each with meta `pages` (did training
+  tasks hold its pages: split.pages_seen); the page splits divide the rest.
   """
   tasks, duplicates = collect_tasks(prep, journal)
+  held_ids = split_lib.heldout_phrasings(
+      phrasings.ids(), heldout_phrasings, seed
+  )
+  trained, phrased = split_lib.split_phrasings(tasks, held_ids)
   train, rl, held = split_lib.split_three(
-      tasks, heldout_fraction, rl_fraction, seed
+      trained, heldout_fraction, rl_fraction, seed
   )
   for name, rows in (('train', train), ('rl', rl), ('heldout', held)):
     journal_lib.write_jsonl_atomic(
         workdir / f'tasks.{name}.jsonl',
         [dict(t.to_json(), meta=dict(t.meta, split=name)) for t in rows],
     )
+  training_pages = {p for t in train + rl for p in t.evidence}
+  pages = [split_lib.pages_seen(t, training_pages) for t in phrased]
+  journal_lib.write_jsonl_atomic(
+      workdir / 'tasks.heldout_phrasings.jsonl',
+      [
+          dict(t.to_json(), meta=dict(t.meta, split='heldout_phrasings',
+                                      pages=seen))
+          for t, seen in zip(phrased, pages)
+      ],
+  )  # fmt: skip
   hard, _ = collect_tasks(prep, journal, 'hard_candidate')
   journal_lib.write_jsonl_atomic(
       workdir / 'tasks.hard_candidates.jsonl', [t.to_json() for t in hard]
@@ -233,10 +253,16 @@ def write_outputs(
           'train': len(train),
           'rl': len(rl),
           'heldout': len(held),
+          'heldout_phrasings': len(phrased),
+          'heldout_phrasing_ids': sorted(held_ids),
+          'heldout_phrasings_pages': {
+              k: pages.count(k) for k in ('trained', 'mixed', 'unseen')
+          },
           'hard_candidates': len(hard),
           'hops_train': _hops(train),
           'hops_rl': _hops(rl),
           'hops_heldout': _hops(held),
+          'hops_heldout_phrasings': _hops(phrased),
           'shared_evidence_pages': len(
               split_lib.shared_pages(train, held)
               | split_lib.shared_pages(train, rl)

@@ -11,6 +11,7 @@ from typing import Any, Protocol, Sequence
 
 from search_agent.agent import task as task_lib
 from search_agent.corpus.record import Document
+from search_agent.synthesis import phrasings
 from search_agent.synthesis import templates
 from search_agent.synthesis.schema import EvidenceGraph
 from search_agent.synthesis.schema import Proposal
@@ -150,7 +151,10 @@ class TemplateGenerator:
       return None
     path = ordered[revision]
     start = self._docs[path.start]
-    question = templates.question(path, start.title, self._types[path.start])
+    phrasing = phrasings.choose(path)
+    question = templates.question(
+        path, start.title, self._types[path.start], phrasing
+    )
     answer_title = (
         self._docs[path.answer_doc].title if path.answer_doc else None
     )
@@ -163,5 +167,9 @@ class TemplateGenerator:
         path=path,
         generator='template',
         revision=revision,
-        meta={'starting_entities': [start.title], 'template': 'nested_np'},
+        meta={
+            'starting_entities': [start.title],
+            'template': 'nested_np',
+            'phrasing': phrasing,
+        },
     )

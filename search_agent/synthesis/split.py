@@ -9,10 +9,16 @@ a page, so the held-out split is rich in 1-hop tasks. `split_three` then
 fills the RL split (the recipe's new question pool for RL, pages unseen in
 SFT's demonstrations) from the components left, in the same order, to
 `rl_fraction`; the held-out split is the one `split_tasks` gives.
+
+Held-out phrasings come first: `heldout_phrasings` picks, per relation, the
+question frames (synthesis/phrasings.py) no training task may use, and
+`split_phrasings` takes every task asked in one of them out of the tasks the
+page splits divide. Those tasks form a fourth set, evaluated only, on pages
+training saw or not (`pages_seen`).
 """
 
 import hashlib
-from typing import Sequence
+from typing import Collection, Mapping, Sequence
 
 from search_agent.agent.task import Task
 
@@ -89,3 +95,46 @@ def split_three(
 def shared_pages(a: Sequence[Task], b: Sequence[Task]) -> set[str]:
   """Evidence pages present in both splits (empty for a valid split)."""
   return {p for t in a for p in t.evidence} & {p for t in b for p in t.evidence}
+
+
+def heldout_phrasings(
+    ids_by_relation: Mapping[str, Sequence[str]], per_relation: int, seed: int
+) -> frozenset[str]:
+  """The `per_relation` phrasing ids of each relation kept out of training,
+  those of smallest seeded hash; every relation keeps one to train on."""
+  if per_relation < 0:
+    raise ValueError(f'heldout_phrasings must be >= 0: {per_relation}')
+
+  def order(pid: str) -> str:
+    return hashlib.sha1(f'{seed}|{pid}'.encode()).hexdigest()
+
+  out = set()
+  for relation, ids in ids_by_relation.items():
+    if per_relation >= len(ids):
+      raise ValueError(
+          f'heldout_phrasings={per_relation} leaves relation {relation!r} no'
+          f' phrasing to train on (it has {len(ids)}): hold out fewer'
+      )
+    out.update(sorted(ids, key=order)[:per_relation])
+  return frozenset(out)
+
+
+def split_phrasings(
+    tasks: Sequence[Task], heldout: Collection[str]
+) -> tuple[list[Task], list[Task]]:
+  """(trained, held): the tasks asked in a phrasing of `heldout` go to held,
+  the rest (those without a phrasing, e.g. an LLM's questions) to trained;
+  each in input order."""
+  trained, held = [], []
+  for t in tasks:
+    (held if t.meta.get('phrasing') in heldout else trained).append(t)
+  return trained, held
+
+
+def pages_seen(task: Task, training_pages: Collection[str]) -> str:
+  """'trained' when training tasks hold every evidence page of `task`,
+  'unseen' when none, else 'mixed'."""
+  seen = [p in training_pages for p in task.evidence]
+  if all(seen):
+    return 'trained'
+  return 'mixed' if any(seen) else 'unseen'

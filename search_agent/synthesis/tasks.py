@@ -57,6 +57,9 @@ def task_from_proposal(
       'proposal': p.id,
       'revision': p.revision,
       'generator': p.generator,
+      # The question frame's id (synthesis/phrasings.py); None when an LLM
+      # wrote the question.
+      'phrasing': p.meta.get('phrasing'),
       'required_claims': 'judge' if required is not None else 'path',
       'generator_meta': p.meta,
       'probes': entry.get('controller', {}).get('probes', []),

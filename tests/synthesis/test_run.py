@@ -13,6 +13,7 @@ import pytest
 
 from search_agent.agent.task import iter_tasks
 from search_agent.rewards.answer_match import normalize_answer
+from search_agent.synthesis import phrasings
 from search_agent.synthesis import split
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -84,6 +85,26 @@ def test_tiny_contract(contract_run, prepared):
   decisions = [json.loads(l) for l in open(w / 'decisions.jsonl')]
   assert len(decisions) == stages['proposals']
   assert all(d['decision'] and 'reason' in d for d in decisions)
+  _check_held_out_phrasings(w, train, held, report['tasks'])
+
+
+def _check_held_out_phrasings(w, train, held, counts):
+  """One phrasing per relation held out; no train or held-out page task
+  uses one; their tasks are in tasks.heldout_phrasings.jsonl."""
+  phrased = list(iter_tasks(w / 'tasks.heldout_phrasings.jsonl'))
+  held_ids = set(counts['heldout_phrasing_ids'])
+  assert len(held_ids) == len(phrasings.FRAMES)
+  assert counts['heldout_phrasings'] == len(phrased) >= 100
+  assert {t.meta['phrasing'] for t in phrased} <= held_ids
+  used = {}
+  for t in train + held:
+    assert t.meta['phrasing'] and t.meta['phrasing'] not in held_ids
+    used.setdefault(t.meta['relations'][-1], set()).add(t.meta['phrasing'])
+  assert max(len(v) for v in used.values()) >= 3  # several trained frames
+  assert not {t.id for t in phrased} & {t.id for t in train + held}
+  pages = counts['heldout_phrasings_pages']
+  assert sum(pages.values()) == len(phrased) and pages['trained'] > 0
+  assert {t.meta['pages'] for t in phrased} <= {'trained', 'mixed', 'unseen'}
 
 
 def _journal(path):

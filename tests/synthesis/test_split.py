@@ -3,7 +3,10 @@
 import pytest
 
 from search_agent.agent.task import Task
+from search_agent.synthesis import config as config_lib
+from search_agent.synthesis import phrasings
 from search_agent.synthesis import split
+from tpu_configs import synthesis as synthesis_config
 
 
 def _task(i, pages):
@@ -48,3 +51,58 @@ def test_three_splits_share_no_page_and_keep_the_held_out_split():
 def test_bad_rl_fraction_raises():
   with pytest.raises(ValueError, match='rl_fraction'):
     split.split_three([], 0.5, 0.5)
+
+
+def _phrased(i, pages, phrasing):
+  return Task(
+      id=str(i), question=f'q{i}', answer='a', evidence=tuple(pages),
+      meta={'phrasing': phrasing},
+  )  # fmt: skip
+
+
+def test_held_out_phrasings_are_per_relation_seeded_and_leave_one():
+  ids = phrasings.ids()
+  held = split.heldout_phrasings(ids, 1, seed=0)
+  assert len(held) == len(ids)
+  for relation, rel_ids in ids.items():
+    assert len(held & set(rel_ids)) == 1, relation
+  assert held == split.heldout_phrasings(ids, 1, seed=0)
+  assert held != split.heldout_phrasings(ids, 1, seed=1)
+  assert split.heldout_phrasings(ids, 0, seed=0) == frozenset()
+  with pytest.raises(ValueError, match='no phrasing to train on'):
+    split.heldout_phrasings(ids, 4, seed=0)  # father has 4 frames
+
+
+def test_no_training_task_uses_a_held_out_phrasing():
+  ids = phrasings.ids()
+  held = split.heldout_phrasings(ids, 2, seed=5)
+  all_ids = [p for rel in ids.values() for p in rel]
+  tasks = [
+      _phrased(i, [f'p{i % 90}', f'p{(i * 7) % 90}'], all_ids[i % len(all_ids)])
+      for i in range(400)
+  ]
+  tasks.append(_phrased(400, ['p1'], None))  # an LLM's question: trained
+  trained, phrased = split.split_phrasings(tasks, held)
+  assert {t.meta['phrasing'] for t in phrased} == held
+  train, rl, heldout = split.split_three(trained, 0.2, 0.1, seed=5)
+  for rows in (train, rl, heldout):
+    assert not {t.meta['phrasing'] for t in rows} & held
+  assert len(train) + len(rl) + len(heldout) + len(phrased) == len(tasks)
+  training = {p for t in train + rl for p in t.evidence}
+  seen = {split.pages_seen(t, training) for t in phrased}
+  assert seen <= {'trained', 'mixed', 'unseen'} and 'trained' in seen
+
+
+def test_pages_seen_reads_every_evidence_page():
+  t = _task(0, ['a', 'b'])
+  assert split.pages_seen(t, {'a', 'b', 'c'}) == 'trained'
+  assert split.pages_seen(t, {'a'}) == 'mixed'
+  assert split.pages_seen(t, {'c'}) == 'unseen'
+
+
+def test_the_job_refuses_to_hold_out_every_phrasing_of_a_relation():
+  c = synthesis_config.get_config('tiny')
+  assert config_lib.job_from_config(c).heldout_phrasings == 1
+  c.heldout_phrasings = 4  # father and mother have 4
+  with pytest.raises(config_lib.SynthesisConfigError, match='keeps one'):
+    config_lib.job_from_config(c)
