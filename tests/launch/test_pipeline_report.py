@@ -2,6 +2,7 @@
 
 import json
 
+from search_agent.pipeline import plots
 from search_agent.pipeline import report
 from search_agent.pipeline import report_md
 from search_agent.pipeline import stats
@@ -101,3 +102,110 @@ def test_report_md_leads_with_the_table_the_plot_and_the_verdict(tmp_path):
   assert lines[7] == '![pass@1](report/pass_at_1.png)'
   assert lines[9].startswith('**The model learned: held-out pass@1')
   assert lines[11].startswith('Variant `tiny` on cpu (named on the command')
+
+
+def _fake_tasks(d, ids, pages):
+  d.mkdir(parents=True, exist_ok=True)
+  with open(d / 'tasks.heldout_phrasings.jsonl', 'w') as f:
+    for i, p in zip(ids, pages):
+      f.write(json.dumps({'id': i, 'meta': {'pages': p}}) + '\n')
+
+
+def test_report_carries_held_out_phrasings_beside_held_out_pages(tmp_path):
+  _fake_eval(tmp_path / 'e0', [False] * 40)
+  _fake_eval(tmp_path / 'e1', [True] * 16 + [False] * 24)
+  _fake_eval(tmp_path / 'e2', [True] * 18 + [False] * 22)
+  # Held-out phrasing tasks get their own ids (p0, ...).
+  for name, correct in (('p1', [True] + [False] * 29),
+                        ('p2', [True] * 2 + [False] * 28)):  # fmt: skip
+    d = tmp_path / name
+    d.mkdir()
+    with open(d / 'results.jsonl', 'w') as f:
+      for i, ok in enumerate(correct):
+        f.write(json.dumps({'task_id': f'p{i}', 'correct': ok}) + '\n')
+  _fake_tasks(tmp_path / 'tasks', [f'p{i}' for i in range(30)],
+              ['trained'] * 20 + ['unseen'] * 10)  # fmt: skip
+  (tmp_path / 'tasks' / 'funnel.json').write_text(
+      json.dumps({'tasks': {'heldout_phrasing_ids': ['director/3']}})
+  )
+  (tmp_path / 'stages.json').write_text('{}')
+  rep = report.build(
+      str(tmp_path),
+      [('before_sft', 'e0'), ('after_sft', 'e1'), ('after_rl', 'e2')], 'tiny',
+      phrasings=[('after_sft', 'p1'), ('after_rl', 'p2')],
+  )  # fmt: skip
+  rep = json.loads(json.dumps(rep))  # as report.json holds it
+  assert rep['pass_at_1']['after_sft']['n'] == 40  # held-out pages
+  phrased = rep['heldout_phrasings']
+  assert phrased['phrasings'] == ['director/3']
+  p = phrased['pass_at_1']['after_sft']
+  assert (p['n'], p['k'], p['stage']) == (30, 1, 'p1')
+  assert 0 < p['ci_low'] < p['value'] < p['ci_high']
+  assert phrased['pass_at_1']['after_rl']['k'] == 2
+  assert phrased['by_pages']['after_sft']['trained']['n'] == 20
+  assert phrased['by_pages']['after_sft']['unseen']['n'] == 10
+  assert phrased['paired']['after_rl_vs_after_sft']['gained'] == 1
+  # 3.3% [0.6%, 16.7%] lies below 40% [26.3%, 55.4%].
+  assert rep['verdict']['phrasings'] == 'below'
+  assert (
+      'on held-out phrasings 3.3% (1/30, Wilson [0.6%, 16.7%]) after SFT and'
+      ' 6.7% (2/30' in rep['verdict']['line']
+  )
+  assert 'not to new phrasings' in rep['verdict']['line']
+  (tmp_path / 'report').mkdir()
+  rep['plots'] = plots.write_all(rep, str(tmp_path / 'report'))
+  assert (tmp_path / 'report' / 'pass_at_1.png').stat().st_size > 1000
+  lines = report_md.render(rep, str(tmp_path)).splitlines()
+  assert lines[4].startswith('| before_sft, held-out pages | 40 | 0 |')
+  assert lines[7].startswith('| after_sft, held-out phrasings | 30 | 1 | 3.3%')
+  assert lines[8].startswith('| after_rl, held-out phrasings | 30 | 2 | 6.7%')
+  at = lines.index('## Held-out phrasings')
+  assert '`director/3`' in lines[at + 2]
+  assert '| after_sft | trained | 20 |' in '\n'.join(lines[at:])
+
+
+def test_phrasings_within_the_pages_interval_are_not_distinguished():
+  rep = {
+      'pass_at_1': {'after_sft': stats.pass_at_1({'a': True, 'b': False})},
+      'paired': {},
+      'well_formed_first_call': {'after_sft': 1.0},
+      'query_names_first_page': {'after_sft': 1.0},
+      'heldout_phrasings': {
+          'pass_at_1': {'after_sft': stats.pass_at_1({'c': True, 'd': False})}
+      },
+  }
+  assert verdict.phrasing_comparison(rep) == 'overlap'
+  assert (
+      'not distinguishable from held-out pages' in verdict.verdict(rep)['line']
+  )
+  del rep['heldout_phrasings']
+  assert verdict.verdict(rep)['phrasings'] is None
+  assert 'phrasings' not in verdict.verdict(rep)['line']
+
+
+def test_relation_named_reads_the_thought_before_the_answer(tmp_path):
+  def traj(task_id, reply):
+    return {
+        'task_id': task_id,
+        'messages': [
+            {'role': 'user', 'content': 'q'},
+            {'role': 'assistant', 'reasoning': '', 'content': reply},
+        ],
+    }
+
+  rows = [
+      traj('a', '<think>\nThe answer is the date of death.\n</think>\nx'),
+      traj('b', '<think>\nThe answer is the nationality.\n</think>\nx'),
+      traj('c', '<answer>x</answer>'),
+      traj('zz', 'The answer is the director.'),  # not a known task
+  ]
+  tmp_path.joinpath('trajectories.jsonl').write_text(
+      '\n'.join(json.dumps(r) for r in rows)
+  )
+  tasks = {
+      k: {'meta': {'relations': ['director', 'date_of_death']}} for k in 'abc'
+  }
+  named = report.relation_named(str(tmp_path), tasks)
+  assert named['n'] == 3
+  assert named['asked'] == named['other'] == named['none'] == 1 / 3
+  assert report.relation_named(str(tmp_path), {}) is None
