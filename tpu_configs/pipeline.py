@@ -153,9 +153,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # loop on them (docs/experiments/synthesis.md).
       keep_lookups=True,
       # Question phrasings per relation no training task uses (synthesis
-      # heldout_phrasings): their tasks are scored after SFT and after RL
-      # beside the held-out pages (eval.phrasing_questions;
-      # docs/phrasings.md). 0 = none.
+      # heldout_phrasings): the held-out tasks are asked again in them and
+      # scored after SFT and after RL, paired with the held-out evaluation
+      # (eval.phrasing_questions; docs/phrasings.md). 0 = none.
       heldout_phrasings=1,
   )
   c.tokenizer = dict(vocab_size=4096)
@@ -258,8 +258,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.eval = dict(
       # The first N held-out tasks; 0 = all (838 in both variants).
       questions=200 if learn else 100,
-      # The first N held-out phrasing tasks (tasks.heldout_phrasings);
-      # `tiny`: 50, to keep the main job in its 25 minutes.
+      # The first N held-out tasks asked in held-out phrasings
+      # (tasks.heldout_phrasings; the first N of `questions` when N is not
+      # more); `tiny`: 50, to keep the main job in its 25 minutes.
       phrasing_questions=100 if learn else 50,
       # `learn`: 4, a search, a visit and the answer after one retry.
       max_steps=4 if learn else 3,

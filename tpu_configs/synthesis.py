@@ -6,8 +6,8 @@ Variants (`--config=tpu_configs/synthesis.py:<variant>`):
            real controller (evidence, leakage, uniqueness, shortcut probes
            through the real index); no critic, solver or LLM. >= 500 tasks
            in well under a minute of work on 2 cores. One question
-           phrasing per relation is held out of training
-           (tasks.heldout_phrasings.jsonl).
+           phrasing per relation is held out of training; the held-out
+           tasks are asked again in it (tasks.heldout_phrasings.jsonl).
   recipe   the open recipe's loop: LLM claim extractor, generator and
            critic, agent solver (accept correct after >= 50 search + visit
            calls), required claims chosen by the judge.
@@ -220,9 +220,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # (synthesis/split.py); 0 = no RL split. The recipe synthesises a new
   # pool for RL (`rl_pool`); this carves one out of the same run.
   c.rl_fraction = 0.0
-  # Question phrasings per relation no training task uses (the template
-  # generator's frames, synthesis/phrasings.py): their tasks form
-  # tasks.heldout_phrasings.jsonl, an evaluation set (docs/phrasings.md).
+  # Question phrasings per relation no task is generated in (the template
+  # generator's frames, synthesis/phrasings.py); the held-out tasks asked
+  # again in them form tasks.heldout_phrasings.jsonl, an evaluation set
+  # (docs/phrasings.md).
   # 0 = none; `tiny`: 1 of each relation's 4-5.
   c.heldout_phrasings = 0
   c.seed = 0

@@ -39,8 +39,9 @@ REACH_STAGES = tuple(
     f'eval_rl_{s}_{m}' for s in REACH_SETS for m in ('sft', 'rl')
 )
 # Held-out phrasings (`phrasing_evals`): each held-out page evaluation and
-# the one of the same checkpoint on tasks asked in phrasings no training
-# task used; the report gives both the first one's label.
+# the one of the same checkpoint on the held-out tasks asked again in
+# phrasings no training task used; the report gives both the first one's
+# label.
 PHRASING_EVALS = {
     'eval_after_sft': 'eval_phrasings_after_sft',
     'eval_after_rl': 'eval_phrasings_after_rl',
@@ -604,7 +605,8 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
 
 
 def phrasing_evals(c) -> bool:
-  """Whether held-out phrasing tasks are written and evaluated."""
+  """Whether the held-out tasks are asked again in held-out phrasings and
+  evaluated."""
   return bool(
       c.tasks.source == 'synthesis'
       and c.tasks.heldout_phrasings

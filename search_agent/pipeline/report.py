@@ -10,8 +10,9 @@ paired tests between consecutive evaluations (exact McNemar, paired
 bootstrap), with --rl_seen=SFT_STAGE,RL_STAGE the same for the two on the
 tasks RL trained on (`rl_seen`), with --rl_reach=LABEL:SFT_STAGE:RL_STAGE,...
 the same on each of rl_seen's other task sets (`rl_reach`), with
---phrasings=LABEL:STAGE,... pass@1 on the tasks asked in phrasings no
-training task used, beside held-out pages (`heldout_phrasings`), stage seconds,
+--phrasings=LABEL:STAGE,... pass@1 on the held-out tasks asked again in
+phrasings no training task used, paired with the same tasks as first asked
+(`heldout_phrasings`), stage seconds,
 the pretraining/SFT loss and RL reward curves, tool calls per trajectory
 (by tool, and how trajectories ended), and the manifest of every stage
 (command, hash, config, key figure) with library versions. Plots go to
@@ -196,25 +197,38 @@ def rl_seen(run_dir: str, sft_stage: str, rl_stage: str) -> dict:
   }
 
 
-def _by_pages(outcomes: dict[str, bool], tasks: dict[str, dict]) -> dict:
-  """pass@1 of each `pages` group of held-out phrasing tasks (did training
-  tasks hold their pages: trained, mixed, unseen)."""
-  groups: dict[str, dict[str, bool]] = {}
+def _paired(before: dict[str, bool], after: dict[str, bool]) -> dict:
+  return {
+      **stats.mcnemar(before, after),
+      'bootstrap_95': stats.paired_bootstrap(before, after),
+  }
+
+
+def _as_asked_first(
+    outcomes: dict[str, bool], tasks: dict[str, dict]
+) -> dict[str, bool]:
+  """Outcomes of tasks asked again, keyed by the task they ask again
+  (meta `rephrases`)."""
+  out = {}
   for task_id, ok in outcomes.items():
-    pages = tasks.get(task_id, {}).get('meta', {}).get('pages', 'unknown')
-    groups.setdefault(pages, {})[task_id] = ok
-  return {k: stats.pass_at_1(v) for k, v in sorted(groups.items())}
+    first = tasks.get(task_id, {}).get('meta', {}).get('rephrases')
+    if first:
+      out[first] = ok
+  return out
 
 
 def heldout_phrasings(
     run_dir: str,
     evals: Sequence[tuple[str, str]],
     tasks: dict[str, dict],
+    pages: dict[str, dict[str, bool]],
     held_out_ids: Sequence[str] = (),
 ) -> dict:
-  """pass@1 (Wilson) on held-out phrasings per evaluation, by pages, with
-  the paired test between consecutive ones: the same figures as for the
-  held-out pages, on questions in words no training task used."""
+  """pass@1 (Wilson) on held-out phrasings per evaluation, the paired test
+  against the same tasks in their trained phrasing (`vs_pages`: `pages`,
+  the held-out page outcomes of each label; 'lost' = right only as trained)
+  and between consecutive evaluations: the held-out pages' figures, on
+  questions in words no training task used."""
   outcomes = {
       label: figures.eval_outcomes(os.path.join(run_dir, stage))
       for label, stage in evals
@@ -222,7 +236,7 @@ def heldout_phrasings(
   out = {
       'phrasings': list(held_out_ids),
       'pass_at_1': {},
-      'by_pages': {},
+      'vs_pages': {},
       'paired': {},
       'well_formed_first_call': {},
       'query_names_first_page': {},
@@ -231,20 +245,20 @@ def heldout_phrasings(
   }
   for label, stage in evals:
     d = os.path.join(run_dir, stage)
-    out['relation_named'][label] = relation_named(d, tasks)
     out['pass_at_1'][label] = {
         **stats.pass_at_1(outcomes[label]),
         'stage': stage,
     }
-    out['by_pages'][label] = _by_pages(outcomes[label], tasks)
+    if label in pages:
+      out['vs_pages'][label] = _paired(
+          pages[label], _as_asked_first(outcomes[label], tasks)
+      )
     out['well_formed_first_call'][label] = well_formed(d)
     out['query_names_first_page'][label] = query_names_first_page(d, tasks)
+    out['relation_named'][label] = relation_named(d, tasks)
     out['tool_calls'][label] = tool_calls(d)
   for (a, _), (b, _) in zip(evals, evals[1:]):
-    out['paired'][f'{b}_vs_{a}'] = {
-        **stats.mcnemar(outcomes[a], outcomes[b]),
-        'bootstrap_95': stats.paired_bootstrap(outcomes[a], outcomes[b]),
-    }
+    out['paired'][f'{b}_vs_{a}'] = _paired(outcomes[a], outcomes[b])
   return out
 
 
@@ -344,7 +358,7 @@ def build(
   rep['tasks'] = funnel or {}
   if phrasings:
     rep['heldout_phrasings'] = heldout_phrasings(
-        run_dir, phrasings, tasks,
+        run_dir, phrasings, tasks, outcomes,
         rep['tasks'].get('tasks', {}).get('heldout_phrasing_ids', ()),
     )  # fmt: skip
   rep['verdict'] = verdict_lib.verdict(rep, _copy_probe(run_dir, rep))

@@ -78,27 +78,24 @@ def _pass_table(rep: dict) -> list[str]:
 
 
 def _phrasings(rep: dict) -> list[str]:
-  """Held-out phrasings: which, and pass@1 by whether training saw the
-  pages."""
+  """Held-out phrasings: which, each evaluation paired with the same tasks
+  as first asked, and whether the answers name the asked relation."""
   phrased = rep.get('heldout_phrasings')
   if not phrased:
     return []
   ids = ', '.join(f'`{p}`' for p in phrased['phrasings']) or 'not recorded'
   lines = [
       '', '## Held-out phrasings', '',
-      'Question frames no training task used (synthesis/phrasings.py):'
-      f' {ids}. Their tasks, by whether training tasks held their evidence'
-      ' pages:', '',
-      '| evaluation | pages | n | correct | pass@1 | 95% interval (Wilson) |',
-      '|---|---|---|---|---|---|',
+      'The held-out tasks asked again in question frames no training task'
+      f' used (synthesis/phrasings.py): {ids}. Each is paired with the same'
+      ' task in its trained phrasing:', '',
   ]  # fmt: skip
-  for label, groups in phrased['by_pages'].items():
-    for pages, r in groups.items():
-      lines.append(
-          f'| {label} | {pages} | {r["n"]} | {r["k"]} | {_pct(r["value"])} |'
-          f' [{_pct(r["ci_low"])}, {_pct(r["ci_high"])}] |'
-      )
-  lines.append('')
+  for label, p in phrased['vs_pages'].items():
+    lines.append(
+        f'- {label}: of {p["tasks"]} tasks asked both ways, {p["lost"]} right'
+        f' only in the trained phrasing, {p["gained"]} only in the held-out'
+        f' one; McNemar p = {p["p_value"]:.3g}'
+    )
   for name, p in phrased['paired'].items():
     lines.append(f'- held-out phrasings, {_paired_line(name, p)}')
   for label, named in phrased.get('relation_named', {}).items():

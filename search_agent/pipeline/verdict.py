@@ -6,9 +6,10 @@ share of first queries that name the question's page, and the pretraining's
 copy probe (copy_nll). SFT "taught" when after SFT more held-out tasks were
 gained than lost at McNemar p < ALPHA (without an evaluation before SFT:
 when the Wilson interval after SFT lies above 0). When the report holds
-held-out phrasings (questions in words no training task used), the line
-says how pass@1 on them after SFT compares with held-out pages: below or
-above when the two Wilson intervals are disjoint, else not distinguishable.
+held-out phrasings (held-out tasks asked again in words no training task
+used), the line says how pass@1 on them after SFT compares with the same
+tasks as first asked: lower or higher at McNemar p < ALPHA, else not
+distinguishable.
 """
 
 ALPHA = 0.05
@@ -57,26 +58,34 @@ def _rl_clause(rep: dict) -> str:
 
 
 def phrasing_comparison(rep: dict) -> str | None:
-  """'below', 'above' or 'overlap': held-out phrasings against held-out
-  pages after SFT, by their Wilson intervals; None without both."""
-  phrased = rep.get('heldout_phrasings', {}).get('pass_at_1', {})
-  ph, sft = phrased.get('after_sft'), rep['pass_at_1'].get('after_sft')
+  """'below', 'above' or 'indistinguishable': pass@1 after SFT on held-out
+  phrasings against held-out pages. Paired on the same tasks when the
+  report has them (exact McNemar at ALPHA), else by disjoint Wilson
+  intervals; None without both sets."""
+  phrased = rep.get('heldout_phrasings', {})
+  ph = phrased.get('pass_at_1', {}).get('after_sft')
+  sft = rep['pass_at_1'].get('after_sft')
   if not (ph and ph['n'] and sft and sft['n']):
     return None
+  paired = phrased.get('vs_pages', {}).get('after_sft')
+  if paired and paired['tasks']:
+    if paired['p_value'] >= ALPHA:
+      return 'indistinguishable'
+    return 'above' if paired['gained'] > paired['lost'] else 'below'
   if ph['ci_high'] < sft['ci_low']:
     return 'below'
   if ph['ci_low'] > sft['ci_high']:
     return 'above'
-  return 'overlap'
+  return 'indistinguishable'
 
 
 _PHRASING_READING = {
     'below': (
-        'below held-out pages (intervals disjoint), so what SFT taught carries'
-        ' to new pages in the trained phrasings, not to new phrasings'
+        'lower than held-out pages{test}, so what SFT taught carries to new'
+        ' pages in the trained phrasings, not to new phrasings'
     ),
-    'above': 'above held-out pages (intervals disjoint)',
-    'overlap': 'not distinguishable from held-out pages at these n',
+    'above': 'higher than held-out pages{test}',
+    'indistinguishable': 'not distinguishable from held-out pages{test}',
 }
 
 
@@ -84,11 +93,21 @@ def _phrasing_clause(rep: dict) -> str:
   comparison = phrasing_comparison(rep)
   if comparison is None:
     return ''
-  phrased = rep['heldout_phrasings']['pass_at_1']
-  text = f'; on held-out phrasings {_score(phrased["after_sft"])} after SFT'
-  if phrased.get('after_rl'):
-    text += f' and {_score(phrased["after_rl"])} after RL'
-  return f'{text}: {_PHRASING_READING[comparison]}'
+  phrased = rep['heldout_phrasings']
+  scores = phrased['pass_at_1']
+  text = f'; on held-out phrasings {_score(scores["after_sft"])} after SFT'
+  if scores.get('after_rl'):
+    text += f' and {_score(scores["after_rl"])} after RL'
+  paired = phrased.get('vs_pages', {}).get('after_sft')
+  if paired and paired['tasks']:
+    test = (
+        f' on the same {paired["tasks"]} tasks ({paired["lost"]} right only'
+        f' as trained / {paired["gained"]} only as held out, p ='
+        f' {paired["p_value"]:.2g})'
+    )
+  else:
+    test = ' (Wilson intervals)'
+  return f'{text}: {_PHRASING_READING[comparison].format(test=test)}'
 
 
 def _why_not(rep: dict, copy_nll: float | None) -> str:

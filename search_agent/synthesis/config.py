@@ -7,6 +7,7 @@ import ml_collections
 
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.synthesis import phrasings
+from search_agent.synthesis import split
 from search_agent.synthesis.controller import ControllerConfig
 from search_agent.synthesis.graph import AnchorConfig
 from search_agent.synthesis.iris import IrisConfig
@@ -93,9 +94,9 @@ class SynthesisJob:
     heldout_fraction: Share of tasks in the held-out split.
     rl_fraction: Share of tasks in the RL split (RL's question pool, pages
       disjoint from the train and held-out splits; 0 = none).
-    heldout_phrasings: Question phrasings per relation kept out of
-      training (synthesis/phrasings.py): their tasks go to
-      tasks.heldout_phrasings.jsonl, evaluated only; 0 = none.
+    heldout_phrasings: Question phrasings per relation no task is
+      generated in (synthesis/phrasings.py); the held-out tasks asked again
+      in them go to tasks.heldout_phrasings.jsonl, evaluated only; 0 = none.
     seed: Split seed.
     progress: Progress bars.
     cache_dir: Response cache directory ('' = WORKDIR/llm_cache).
@@ -166,6 +167,12 @@ class SynthesisJob:
       )
     if self.chunk_size < 1:
       raise SynthesisConfigError('chunk_size must be >= 1')
+
+  def heldout_phrasing_ids(self) -> frozenset[str]:
+    """The phrasing ids no training task may use (split.heldout_phrasings)."""
+    return split.heldout_phrasings(
+        phrasings.ids(), self.heldout_phrasings, self.seed
+    )
 
   def role(self, name: str) -> str:
     return self.roles.get(name, ROLE_CHOICES[name][0])

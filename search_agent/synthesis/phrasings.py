@@ -3,15 +3,16 @@
 A frame asks for a path's last relation about a noun phrase `{x}` (a named
 start, or a nested description such as "the director of the film X"). Each
 frame has a phrasing id, '<relation>/<k>'; a path's frame is chosen by a
-hash of its pages and relations, so a run is deterministic and each
-relation's frames are used about equally often. The split can hold some
-phrasings out of training entirely (synthesis/split.py,
-docs/phrasings.md). No frame puts `{x}` before a possessive: a nested
+hash of its pages and relations among the frames allowed, so a run is
+deterministic and each relation's frames are used about equally often.
+Some phrasings can be held out of training entirely: the generator never
+picks them, and held-out tasks are asked again in them for evaluation
+(synthesis/split.py, docs/phrasings.md). No frame puts `{x}` before a possessive: a nested
 description would read "the father of the film X's director".
 """
 
 import hashlib
-from typing import Mapping
+from typing import Collection, Mapping
 
 from search_agent.synthesis.schema import Path
 
@@ -149,15 +150,22 @@ def frame(phrasing: str) -> str:
   return frames[int(k)]
 
 
-def choose(path: Path) -> str:
-  """The phrasing id of a path: its last relation's frame, by a hash of its
-  pages and relations."""
-  relation = path.claims[-1].relation
-  frames = FRAMES.get(relation)
-  if frames is None:
+def path_key(path: Path) -> str:
+  """What a path's phrasing is chosen by: its pages and relations."""
+  return '|'.join(path.pages) + '#' + '/'.join(c.relation for c in path.claims)
+
+
+def choose(relation: str, key: str, excluded: Collection[str] = ()) -> str:
+  """One phrasing id of `relation` not in `excluded`, by a hash of `key`.
+
+  Raises:
+    PhrasingError: The relation has no frames, or every one is excluded.
+  """
+  allowed = [i for i in ids().get(relation, ()) if i not in excluded]
+  if not allowed:
     raise PhrasingError(
-        f'relation {relation!r} has no question frames; known: {sorted(FRAMES)}'
+        f'relation {relation!r} has no question frame outside {sorted(excluded)};'
+        f' relations with frames: {sorted(FRAMES)}'
     )
-  key = '|'.join(path.pages) + '#' + '/'.join(c.relation for c in path.claims)
   digest = hashlib.sha1(key.encode('utf-8')).digest()
-  return phrasing_id(relation, int.from_bytes(digest[:8], 'big') % len(frames))
+  return allowed[int.from_bytes(digest[:8], 'big') % len(allowed)]

@@ -27,7 +27,6 @@ from search_agent.synthesis import graph as graph_lib
 from search_agent.synthesis import journal as journal_lib
 from search_agent.synthesis import paths as paths_lib
 from search_agent.synthesis import patterns
-from search_agent.synthesis import phrasings
 from search_agent.synthesis import split as split_lib
 from search_agent.synthesis import tasks as tasks_lib
 from search_agent.synthesis.loop import SynthesisLoop
@@ -193,39 +192,35 @@ def write_outputs(
     seed: int,
     manifest: dict[str, Any],
     extras: dict[str, Any] | None = None,
-    heldout_phrasings: int = 0,
+    heldout_phrasings: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
   """Writes every output file from the journal; returns the report.
 
   `extras` (e.g. the LLM roles' counters under 'roles' and the role check
-  under 'role_check') are added to funnel.json as they are. Tasks asked in
-  one of the `heldout_phrasings` phrasings per relation kept out of training
-  go to tasks.heldout_phrasings.jsonl, each with meta `pages` (did training
-  tasks hold its pages: split.pages_seen); the page splits divide the rest.
+  under 'role_check') are added to funnel.json as they are. The held-out
+  tasks asked again in the `heldout_phrasings` (phrasing ids no task may
+  be generated in) go to tasks.heldout_phrasings.jsonl.
+
+  Raises:
+    split.PhrasingLeakError: A task is asked in a held-out phrasing (a
+      journal written with other held-out phrasings).
   """
   tasks, duplicates = collect_tasks(prep, journal)
-  held_ids = split_lib.heldout_phrasings(
-      phrasings.ids(), heldout_phrasings, seed
-  )
-  trained, phrased = split_lib.split_phrasings(tasks, held_ids)
+  split_lib.check_no_heldout_phrasing(tasks, heldout_phrasings)
   train, rl, held = split_lib.split_three(
-      trained, heldout_fraction, rl_fraction, seed
+      tasks, heldout_fraction, rl_fraction, seed
   )
-  for name, rows in (('train', train), ('rl', rl), ('heldout', held)):
+  phrased = split_lib.asked_in_heldout_phrasings(held, heldout_phrasings)
+  for name, rows in (
+      ('train', train),
+      ('rl', rl),
+      ('heldout', held),
+      ('heldout_phrasings', phrased),
+  ):
     journal_lib.write_jsonl_atomic(
         workdir / f'tasks.{name}.jsonl',
         [dict(t.to_json(), meta=dict(t.meta, split=name)) for t in rows],
     )
-  training_pages = {p for t in train + rl for p in t.evidence}
-  pages = [split_lib.pages_seen(t, training_pages) for t in phrased]
-  journal_lib.write_jsonl_atomic(
-      workdir / 'tasks.heldout_phrasings.jsonl',
-      [
-          dict(t.to_json(), meta=dict(t.meta, split='heldout_phrasings',
-                                      pages=seen))
-          for t, seen in zip(phrased, pages)
-      ],
-  )  # fmt: skip
   hard, _ = collect_tasks(prep, journal, 'hard_candidate')
   journal_lib.write_jsonl_atomic(
       workdir / 'tasks.hard_candidates.jsonl', [t.to_json() for t in hard]
@@ -254,10 +249,7 @@ def write_outputs(
           'rl': len(rl),
           'heldout': len(held),
           'heldout_phrasings': len(phrased),
-          'heldout_phrasing_ids': sorted(held_ids),
-          'heldout_phrasings_pages': {
-              k: pages.count(k) for k in ('trained', 'mixed', 'unseen')
-          },
+          'heldout_phrasing_ids': sorted(heldout_phrasings),
           'hard_candidates': len(hard),
           'hops_train': _hops(train),
           'hops_rl': _hops(rl),

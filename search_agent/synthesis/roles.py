@@ -135,14 +135,22 @@ class TemplateGenerator:
   """Template questions, one path per revision, longest path first.
 
   A returned proposal makes the next revision use the graph's next path
-  (the feedback's reason is recorded, not parsed).
+  (the feedback's reason is recorded, not parsed). The question asks the
+  path's last relation in one of its phrasings (synthesis/phrasings.py),
+  never in one of `heldout` (the phrasings kept out of training).
   """
 
   name = 'template'
 
-  def __init__(self, docs: dict[str, Document], types: dict[str, str]):
+  def __init__(
+      self,
+      docs: dict[str, Document],
+      types: dict[str, str],
+      heldout: frozenset[str] = frozenset(),
+  ):
     self._docs = docs
     self._types = types
+    self._heldout = heldout
 
   async def propose(self, graph, revision, feedback):
     del feedback
@@ -151,7 +159,9 @@ class TemplateGenerator:
       return None
     path = ordered[revision]
     start = self._docs[path.start]
-    phrasing = phrasings.choose(path)
+    phrasing = phrasings.choose(
+        path.claims[-1].relation, phrasings.path_key(path), self._heldout
+    )
     question = templates.question(
         path, start.title, self._types[path.start], phrasing
     )
@@ -171,5 +181,8 @@ class TemplateGenerator:
             'starting_entities': [start.title],
             'template': 'nested_np',
             'phrasing': phrasing,
+            'start_phrase': templates.start_phrase(
+                start.title, self._types[path.start]
+            ),
         },
     )

@@ -4,9 +4,9 @@ r"""Synthesises search tasks from a corpus.
       --config=tpu_configs/synthesis.py:tiny --workdir=/tmp/syn
 
 writes tasks.train.jsonl, tasks.rl.jsonl (empty unless rl_fraction > 0),
-tasks.heldout.jsonl, tasks.heldout_phrasings.jsonl (questions in phrasings
-no training task uses; empty unless heldout_phrasings > 0; agent/task.py
-format),
+tasks.heldout.jsonl, tasks.heldout_phrasings.jsonl (the held-out tasks
+asked again in phrasings no other task uses; empty unless
+heldout_phrasings > 0; agent/task.py format),
 funnel.{json,md,png}, decisions.jsonl, manifest.json and the journal to
 --workdir; the bundled index is built into WORKDIR/index if absent. A
 rerun resumes from the journal. Variants: tiny (programmatic, no LLM),
@@ -59,7 +59,7 @@ def main(argv):
   t = report['tasks']
   print(
       f'{t["train"]} train + {t["rl"]} RL + {t["heldout"]} held-out tasks'
-      f' + {t["heldout_phrasings"]} in held-out phrasings in'
+      f' + {t["heldout_phrasings"]} asked again in held-out phrasings in'
       f' {report["seconds_total"]} s; wrote {_WORKDIR.value}'
   )
 

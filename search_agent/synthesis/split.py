@@ -10,17 +10,24 @@ fills the RL split (the recipe's new question pool for RL, pages unseen in
 SFT's demonstrations) from the components left, in the same order, to
 `rl_fraction`; the held-out split is the one `split_tasks` gives.
 
-Held-out phrasings come first: `heldout_phrasings` picks, per relation, the
-question frames (synthesis/phrasings.py) no training task may use, and
-`split_phrasings` takes every task asked in one of them out of the tasks the
-page splits divide. Those tasks form a fourth set, evaluated only, on pages
-training saw or not (`pages_seen`).
+Held-out phrasings: `heldout_phrasings` picks, per relation, the question
+frames (synthesis/phrasings.py) no task is generated in, so no training task
+uses one (`check_no_heldout_phrasing`). `asked_in_heldout_phrasings` asks
+the held-out tasks again in them: a fourth set, evaluated only, on the same
+pages and answers as the held-out split, so each task is paired with itself
+in a trained phrasing.
 """
 
 import hashlib
 from typing import Collection, Mapping, Sequence
 
 from search_agent.agent.task import Task
+from search_agent.synthesis import phrasings
+from search_agent.synthesis import tasks as tasks_lib
+
+
+class PhrasingLeakError(ValueError):
+  """A task meant for training is asked in a held-out phrasing."""
 
 
 class _UnionFind:
@@ -119,22 +126,33 @@ def heldout_phrasings(
   return frozenset(out)
 
 
-def split_phrasings(
+def asked_in_heldout_phrasings(
     tasks: Sequence[Task], heldout: Collection[str]
-) -> tuple[list[Task], list[Task]]:
-  """(trained, held): the tasks asked in a phrasing of `heldout` go to held,
-  the rest (those without a phrasing, e.g. an LLM's questions) to trained;
-  each in input order."""
-  trained, held = [], []
+) -> list[Task]:
+  """Each task with a phrasing whose relation has one in `heldout`, asked
+  again in one of those (chosen by a hash of its id), in input order."""
+  out = []
   for t in tasks:
-    (held if t.meta.get('phrasing') in heldout else trained).append(t)
-  return trained, held
+    phrasing = t.meta.get('phrasing')
+    if not phrasing:
+      continue
+    relation = t.meta['relations'][-1]
+    candidates = {p for p in heldout if p.rpartition('/')[0] == relation}
+    if candidates:
+      trained = set(phrasings.ids()[relation]) - candidates
+      chosen = phrasings.choose(relation, t.id, excluded=trained)
+      out.append(tasks_lib.ask_again(t, chosen))
+  return out
 
 
-def pages_seen(task: Task, training_pages: Collection[str]) -> str:
-  """'trained' when training tasks hold every evidence page of `task`,
-  'unseen' when none, else 'mixed'."""
-  seen = [p in training_pages for p in task.evidence]
-  if all(seen):
-    return 'trained'
-  return 'mixed' if any(seen) else 'unseen'
+def check_no_heldout_phrasing(
+    tasks: Sequence[Task], heldout: Collection[str]
+) -> None:
+  """Raises PhrasingLeakError when a task is asked in a held-out phrasing."""
+  leaked = [t.id for t in tasks if t.meta.get('phrasing') in heldout]
+  if leaked:
+    raise PhrasingLeakError(
+        f'{len(leaked)} tasks (e.g. {leaked[0]}) are asked in a held-out'
+        f' phrasing ({sorted(heldout)}): the journal was written with other'
+        ' held-out phrasings or seed; synthesise into a fresh workdir'
+    )

@@ -9,6 +9,7 @@ when it is not a person.
 """
 
 import re
+from typing import Sequence
 
 from search_agent.synthesis import entities
 from search_agent.synthesis import phrasings
@@ -43,20 +44,24 @@ def start_phrase(title: str, kind: str) -> str:
 
 
 def question(
-    path: Path, start_title: str, start_kind: str, phrasing: str = ''
+    path: Path, start_title: str, start_kind: str, phrasing: str
 ) -> str:
-  """The template question of `path` (start named, others described).
+  """The template question of `path` (start named, others described), its
+  last relation asked in the frame of phrasing id `phrasing`."""
+  return question_of(
+      start_phrase(start_title, start_kind),
+      [c.relation for c in path.claims],
+      phrasing,
+  )
 
-  Args:
-    path: The path the question walks.
-    start_title: The start page's title.
-    start_kind: The start page's entity type.
-    phrasing: The last relation's phrasing id ('' = `phrasings.choose`).
-  """
-  x = start_phrase(start_title, start_kind)
-  for c in path.claims[:-1]:
-    x = _NOUN[c.relation].format(x=x)
-  text = phrasings.frame(phrasing or phrasings.choose(path)).format(x=x)
+
+def question_of(start: str, relations: Sequence[str], phrasing: str) -> str:
+  """The question walking `relations` from the start phrase `start`, the
+  last one asked in the frame of `phrasing` (a task asked again)."""
+  x = start
+  for relation in relations[:-1]:
+    x = _NOUN[relation].format(x=x)
+  text = phrasings.frame(phrasing).format(x=x)
   return text[0].upper() + text[1:]
 
 

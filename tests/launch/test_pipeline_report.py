@@ -104,11 +104,13 @@ def test_report_md_leads_with_the_table_the_plot_and_the_verdict(tmp_path):
   assert lines[11].startswith('Variant `tiny` on cpu (named on the command')
 
 
-def _fake_tasks(d, ids, pages):
+def _fake_tasks(d, n):
+  """n held-out tasks t0.. asked again as p0.. (meta `rephrases`)."""
   d.mkdir(parents=True, exist_ok=True)
   with open(d / 'tasks.heldout_phrasings.jsonl', 'w') as f:
-    for i, p in zip(ids, pages):
-      f.write(json.dumps({'id': i, 'meta': {'pages': p}}) + '\n')
+    for i in range(n):
+      f.write(json.dumps({'id': f'p{i}', 'meta': {'rephrases': f't{i}'}}))
+      f.write('\n')
 
 
 def test_report_carries_held_out_phrasings_beside_held_out_pages(tmp_path):
@@ -123,8 +125,7 @@ def test_report_carries_held_out_phrasings_beside_held_out_pages(tmp_path):
     with open(d / 'results.jsonl', 'w') as f:
       for i, ok in enumerate(correct):
         f.write(json.dumps({'task_id': f'p{i}', 'correct': ok}) + '\n')
-  _fake_tasks(tmp_path / 'tasks', [f'p{i}' for i in range(30)],
-              ['trained'] * 20 + ['unseen'] * 10)  # fmt: skip
+  _fake_tasks(tmp_path / 'tasks', 30)
   (tmp_path / 'tasks' / 'funnel.json').write_text(
       json.dumps({'tasks': {'heldout_phrasing_ids': ['director/3']}})
   )
@@ -142,16 +143,18 @@ def test_report_carries_held_out_phrasings_beside_held_out_pages(tmp_path):
   assert (p['n'], p['k'], p['stage']) == (30, 1, 'p1')
   assert 0 < p['ci_low'] < p['value'] < p['ci_high']
   assert phrased['pass_at_1']['after_rl']['k'] == 2
-  assert phrased['by_pages']['after_sft']['trained']['n'] == 20
-  assert phrased['by_pages']['after_sft']['unseen']['n'] == 10
   assert phrased['paired']['after_rl_vs_after_sft']['gained'] == 1
-  # 3.3% [0.6%, 16.7%] lies below 40% [26.3%, 55.4%].
+  # Paired with t0..t29 as first asked: 16 right there, 1 asked again.
+  vs = phrased['vs_pages']['after_sft']
+  assert (vs['tasks'], vs['lost'], vs['gained']) == (30, 15, 0)
   assert rep['verdict']['phrasings'] == 'below'
+  line = rep['verdict']['line']
   assert (
       'on held-out phrasings 3.3% (1/30, Wilson [0.6%, 16.7%]) after SFT and'
-      ' 6.7% (2/30' in rep['verdict']['line']
+      ' 6.7% (2/30' in line
   )
-  assert 'not to new phrasings' in rep['verdict']['line']
+  assert 'lower than held-out pages on the same 30 tasks (15 right only' in line
+  assert 'not to new phrasings' in line
   (tmp_path / 'report').mkdir()
   rep['plots'] = plots.write_all(rep, str(tmp_path / 'report'))
   assert (tmp_path / 'report' / 'pass_at_1.png').stat().st_size > 1000
@@ -161,10 +164,12 @@ def test_report_carries_held_out_phrasings_beside_held_out_pages(tmp_path):
   assert lines[8].startswith('| after_rl, held-out phrasings | 30 | 2 | 6.7%')
   at = lines.index('## Held-out phrasings')
   assert '`director/3`' in lines[at + 2]
-  assert '| after_sft | trained | 20 |' in '\n'.join(lines[at:])
+  assert lines[at + 4].startswith(
+      '- after_sft: of 30 tasks asked both ways, 15 right only in the trained'
+  )
 
 
-def test_phrasings_within_the_pages_interval_are_not_distinguished():
+def test_phrasings_without_pairs_are_compared_by_intervals():
   rep = {
       'pass_at_1': {'after_sft': stats.pass_at_1({'a': True, 'b': False})},
       'paired': {},
@@ -174,10 +179,9 @@ def test_phrasings_within_the_pages_interval_are_not_distinguished():
           'pass_at_1': {'after_sft': stats.pass_at_1({'c': True, 'd': False})}
       },
   }
-  assert verdict.phrasing_comparison(rep) == 'overlap'
-  assert (
-      'not distinguishable from held-out pages' in verdict.verdict(rep)['line']
-  )
+  assert verdict.phrasing_comparison(rep) == 'indistinguishable'
+  line = verdict.verdict(rep)['line']
+  assert 'not distinguishable from held-out pages (Wilson intervals)' in line
   del rep['heldout_phrasings']
   assert verdict.verdict(rep)['phrasings'] is None
   assert 'phrasings' not in verdict.verdict(rep)['line']

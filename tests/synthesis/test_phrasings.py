@@ -81,15 +81,19 @@ def test_author_frames_render_on_a_work():
     _well_formed(q, 'the work Emma')
 
 
-def test_choose_is_deterministic_and_uses_every_frame(prepared):
+def test_choose_is_deterministic_and_uses_every_allowed_frame(prepared):
+  held = frozenset({'director/0', 'date_of_birth/4'})
   counts = collections.Counter()
   for g in prepared.graphs:
     for p in g.paths:
-      pid = phrasings.choose(p)
-      assert pid == phrasings.choose(p)
-      assert pid.startswith(p.claims[-1].relation + '/')
+      relation, key = p.claims[-1].relation, phrasings.path_key(p)
+      pid = phrasings.choose(relation, key, held)
+      assert pid == phrasings.choose(relation, key, held)
+      assert pid.startswith(relation + '/') and pid not in held
       counts[pid] += 1
   for relation, ids in phrasings.ids().items():
-    used = [counts[i] for i in ids]
+    used = [counts[i] for i in ids if i not in held]
     if sum(used) >= 20 * len(ids):  # enough paths to expect each frame
       assert min(used) > 0, (relation, used)
+  with pytest.raises(phrasings.PhrasingError, match='no question frame'):
+    phrasings.choose('father', 'k', phrasings.ids()['father'])

@@ -54,9 +54,11 @@ def test_bad_rl_fraction_raises():
 
 
 def _phrased(i, pages, phrasing):
+  relation = phrasing.rpartition('/')[0] if phrasing else 'director'
   return Task(
       id=str(i), question=f'q{i}', answer='a', evidence=tuple(pages),
-      meta={'phrasing': phrasing},
+      meta={'phrasing': phrasing, 'relations': ['father', relation],
+            'generator_meta': {'start_phrase': f'Person {i}'}},
   )  # fmt: skip
 
 
@@ -73,31 +75,35 @@ def test_held_out_phrasings_are_per_relation_seeded_and_leave_one():
     split.heldout_phrasings(ids, 4, seed=0)  # father has 4 frames
 
 
-def test_no_training_task_uses_a_held_out_phrasing():
-  ids = phrasings.ids()
-  held = split.heldout_phrasings(ids, 2, seed=5)
-  all_ids = [p for rel in ids.values() for p in rel]
-  tasks = [
-      _phrased(i, [f'p{i % 90}', f'p{(i * 7) % 90}'], all_ids[i % len(all_ids)])
-      for i in range(400)
-  ]
-  tasks.append(_phrased(400, ['p1'], None))  # an LLM's question: trained
-  trained, phrased = split.split_phrasings(tasks, held)
-  assert {t.meta['phrasing'] for t in phrased} == held
-  train, rl, heldout = split.split_three(trained, 0.2, 0.1, seed=5)
-  for rows in (train, rl, heldout):
-    assert not {t.meta['phrasing'] for t in rows} & held
-  assert len(train) + len(rl) + len(heldout) + len(phrased) == len(tasks)
-  training = {p for t in train + rl for p in t.evidence}
-  seen = {split.pages_seen(t, training) for t in phrased}
-  assert seen <= {'trained', 'mixed', 'unseen'} and 'trained' in seen
+def test_held_out_tasks_are_asked_again_in_held_out_phrasings_only():
+  held = split.heldout_phrasings(phrasings.ids(), 2, seed=5)
+  trained = [p for r in phrasings.ids().values() for p in r if p not in held]
+  tasks = [_phrased(i, [f'p{i}'], trained[i % len(trained)]) for i in range(60)]
+  tasks.append(_phrased(60, ['p60'], None))  # an LLM's question
+  split.check_no_heldout_phrasing(tasks, held)
+  again = split.asked_in_heldout_phrasings(tasks, held)
+  assert len(again) == 60  # every template task, none of the LLM's
+  for t, a in zip(tasks, again):
+    assert a.meta['phrasing'] in held
+    assert a.meta['relations'] == t.meta['relations']
+    assert a.meta['phrasing'].startswith(t.meta['relations'][-1] + '/')
+    assert (a.meta['rephrases'], a.answer, a.evidence) == (
+        t.id,
+        'a',
+        t.evidence,
+    )
+    assert a.id != t.id and a.question != t.question
+    assert a.question.startswith(a.question[0].upper())
+    assert 'the father of Person' in a.question
+  assert len({a.meta['phrasing'] for a in again}) > len(phrasings.FRAMES)
+  assert split.asked_in_heldout_phrasings(tasks, frozenset()) == []
 
 
-def test_pages_seen_reads_every_evidence_page():
-  t = _task(0, ['a', 'b'])
-  assert split.pages_seen(t, {'a', 'b', 'c'}) == 'trained'
-  assert split.pages_seen(t, {'a'}) == 'mixed'
-  assert split.pages_seen(t, {'c'}) == 'unseen'
+def test_a_task_in_a_held_out_phrasing_stops_the_split():
+  held = split.heldout_phrasings(phrasings.ids(), 1, seed=0)
+  leaked = _phrased(1, ['p1'], sorted(held)[0])
+  with pytest.raises(split.PhrasingLeakError, match='fresh workdir'):
+    split.check_no_heldout_phrasing([_phrased(0, ['p0'], None), leaked], held)
 
 
 def test_the_job_refuses_to_hold_out_every_phrasing_of_a_relation():
