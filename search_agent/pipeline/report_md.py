@@ -50,10 +50,11 @@ def _reach_table(rep: dict) -> list[str]:
 
 
 def _pass_row(label: str, r: dict, wf, qn) -> str:
+  wf = '-' if wf is None else _pct(wf)
+  qn = '-' if qn is None else _pct(qn)
   return (
       f'| {label} | {r["n"]} | {r.get("k", "-")} | {_pct(r["value"])} |'
-      f' [{_pct(r["ci_low"])}, {_pct(r["ci_high"])}] |'
-      f' {"-" if wf is None else _pct(wf)} | {"-" if qn is None else _pct(qn)} |'
+      f' [{_pct(r["ci_low"])}, {_pct(r["ci_high"])}] | {wf} | {qn} |'
   )
 
 

@@ -2,12 +2,13 @@
 
 A frame asks for a path's last relation about a noun phrase `{x}` (a named
 start, or a nested description such as "the director of the film X"). Each
-frame has a phrasing id, '<relation>/<k>'; a path's frame is chosen by a
-hash of its pages and relations among the frames allowed, so a run is
-deterministic and each relation's frames are used about equally often.
-Some phrasings can be held out of training entirely: the generator never
-picks them, and held-out tasks are asked again in them for evaluation
-(synthesis/split.py, docs/phrasings.md). No frame puts `{x}` before a possessive: a nested
+frame has a phrasing id, '<relation>/<k>'; frame 0 is the one template of
+earlier runs. A path's frame is chosen by a hash of its pages and relations
+among the frames allowed, so a run is deterministic and each relation's
+frames are used about equally often. Some phrasings can be held out of
+training entirely: the generator never picks them, and the held-out tasks
+are asked again in them for evaluation (synthesis/split.py,
+docs/phrasings.md). No frame puts a possessive after `{x}`: a nested
 description would read "the father of the film X's director".
 """
 
@@ -123,7 +124,7 @@ FRAMES: Mapping[str, tuple[str, ...]] = {
 }
 
 
-class PhrasingError(KeyError):
+class PhrasingError(ValueError):
   """A phrasing id or relation the frames do not hold."""
 
 
@@ -164,8 +165,8 @@ def choose(relation: str, key: str, excluded: Collection[str] = ()) -> str:
   allowed = [i for i in ids().get(relation, ()) if i not in excluded]
   if not allowed:
     raise PhrasingError(
-        f'relation {relation!r} has no question frame outside {sorted(excluded)};'
-        f' relations with frames: {sorted(FRAMES)}'
+        f'relation {relation!r} has no question frame outside'
+        f' {sorted(excluded)}; relations with frames: {sorted(FRAMES)}'
     )
   digest = hashlib.sha1(key.encode('utf-8')).digest()
   return allowed[int.from_bytes(digest[:8], 'big') % len(allowed)]

@@ -74,8 +74,11 @@ def test_every_frame_renders_a_question_on_bundled_paths(prepared):
 
 
 def test_author_frames_render_on_a_work():
-  path = Path(claims=(PageClaim(subject='Emma (novel)', relation='author',
-                                object='Jane Austen', passage='', extractor='t'),))  # fmt: skip
+  claim = PageClaim(
+      subject='Emma (novel)', relation='author', object='Jane Austen',
+      passage='', extractor='t',
+  )  # fmt: skip
+  path = Path(claims=(claim,))
   for pid in phrasings.ids()['author']:
     q = templates.question(path, 'Emma (novel)', 'work', pid)
     _well_formed(q, 'the work Emma')
