@@ -15,8 +15,13 @@ unchanged; search_agent/pipeline/plan.py wires them):
   split            train / validation demonstrations, split by task
   sft              train.sft from the pretrained checkpoint
   eval_after_sft   eval.run
+  eval_phrasings_after_sft
+                   eval.run on held-out phrasings (tasks.heldout_phrasings
+                   and eval.phrasing_questions > 0, else skipped)
   rl               train.rl.run from the SFT checkpoint
   eval_after_rl    eval.run
+  eval_phrasings_after_rl
+                   the same after RL
   rl_seen          (rl_seen.enabled) the tasks RL's updates trained on
   eval_rl_seen_sft (rl_seen.enabled) eval.run of SFT on them
   eval_rl_seen_rl  (rl_seen.enabled) eval.run of RL on them
@@ -70,8 +75,10 @@ STAGES = (
     'split',
     'sft',
     'eval_after_sft',
+    'eval_phrasings_after_sft',
     'rl',
     'eval_after_rl',
+    'eval_phrasings_after_rl',
     'report',
 )
 # One SFT-RL climb (Iris), inserted before 'report' when climb.enabled.
@@ -145,6 +152,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # (synthesis controller.keep_lookups): the tiny model learns the tool
       # loop on them (docs/experiments/synthesis.md).
       keep_lookups=True,
+      # Question phrasings per relation no training task uses (synthesis
+      # heldout_phrasings): the held-out tasks are asked again in them and
+      # scored after SFT and after RL, paired with the held-out evaluation
+      # (eval.phrasing_questions; docs/phrasings.md). 0 = none.
+      heldout_phrasings=1,
   )
   c.tokenizer = dict(vocab_size=4096)
   # A base model to start from instead of training the tokenizer and
@@ -246,6 +258,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.eval = dict(
       # The first N held-out tasks; 0 = all (838 in both variants).
       questions=200 if learn else 100,
+      # The first N held-out tasks asked in held-out phrasings
+      # (tasks.heldout_phrasings; the first N of `questions` when N is not
+      # more); `tiny`: 50, to keep the main job in its 25 minutes.
+      phrasing_questions=100 if learn else 50,
       # `learn`: 4, a search, a visit and the answer after one retry.
       max_steps=4 if learn else 3,
       max_new_tokens=64,

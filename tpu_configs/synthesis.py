@@ -5,7 +5,9 @@ Variants (`--config=tpu_configs/synthesis.py:<variant>`):
            sentence patterns, template questions over 1–3 hop paths, the
            real controller (evidence, leakage, uniqueness, shortcut probes
            through the real index); no critic, solver or LLM. >= 500 tasks
-           in well under a minute of work on 2 cores.
+           in well under a minute of work on 2 cores. One question
+           phrasing per relation is held out of training; the held-out
+           tasks are asked again in it (tasks.heldout_phrasings.jsonl).
   recipe   the open recipe's loop: LLM claim extractor, generator and
            critic, agent solver (accept correct after >= 50 search + visit
            calls), required claims chosen by the judge.
@@ -218,6 +220,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # (synthesis/split.py); 0 = no RL split. The recipe synthesises a new
   # pool for RL (`rl_pool`); this carves one out of the same run.
   c.rl_fraction = 0.0
+  # Question phrasings per relation no task is generated in (the template
+  # generator's frames, synthesis/phrasings.py); the held-out tasks asked
+  # again in them form tasks.heldout_phrasings.jsonl, an evaluation set
+  # (docs/phrasings.md).
+  # 0 = none; `tiny`: 1 of each relation's 4-5.
+  c.heldout_phrasings = 0
   c.seed = 0
   c.progress = True
   c.cache_dir = ''  # '' = WORKDIR/llm_cache
@@ -241,6 +249,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         )
     )
     c.chunk_size = 512
+    c.heldout_phrasings = 1
   elif arg == 'rl_pool':
     c.roles.verifier = 'llm'
   elif arg == 'iris':

@@ -38,6 +38,14 @@ REACH_SETS = ('siblings', 'untouched')
 REACH_STAGES = tuple(
     f'eval_rl_{s}_{m}' for s in REACH_SETS for m in ('sft', 'rl')
 )
+# Held-out phrasings (`phrasing_evals`): each held-out page evaluation and
+# the one of the same checkpoint on the held-out tasks asked again in
+# phrasings no training task used; the report gives both the first one's
+# label.
+PHRASING_EVALS = {
+    'eval_after_sft': 'eval_phrasings_after_sft',
+    'eval_after_rl': 'eval_phrasings_after_rl',
+}
 
 
 class PlanError(ValueError):
@@ -128,6 +136,7 @@ def _tasks(c) -> Stage:
         config=t.synthesis_config,
         # Only when set: earlier runs' tasks stage stays reusable.
         overrides={
+            'heldout_phrasings': t.heldout_phrasings,
             **({'rl_fraction': t.rl_fraction} if t.rl_fraction else {}),
             **({'controller.keep_lookups': True} if t.keep_lookups else {}),
         },
@@ -513,6 +522,13 @@ def _eval_reach(c, tasks: str, model: str) -> Stage:
   return _eval_rl_seen(c, f'eval_rl_{tasks}_{model}', checkpoint, tasks)
 
 
+def _eval_phrasings(c, name: str, checkpoint_dir: str) -> Stage:
+  """eval.run on the first eval.phrasing_questions held-out phrasing tasks."""
+  return eval_stage(
+      c, name, checkpoint_dir, 'heldout_phrasings', c.eval.phrasing_questions
+  )
+
+
 def _report(c) -> Stage:
   names = stage_names(c)
   evals = [f'{EVALS[n]}:{n}' for n in names if n in EVALS]
@@ -523,6 +539,9 @@ def _report(c) -> Stage:
       'device_kind': c.device_kind,
       'variant_reason': c.variant_reason,
   }
+  phrased = [f'{EVALS[e]}:{p}' for e, p in PHRASING_EVALS.items() if p in names]
+  if phrased:  # only then: earlier reports stay reusable
+    flags['phrasings'] = ','.join(phrased)
   if 'eval_rl_seen_rl' in names:  # only then: earlier reports stay reusable
     flags['rl_seen'] = 'eval_rl_seen_sft,eval_rl_seen_rl'
   reach = [s for s in REACH_SETS if f'eval_rl_{s}_rl' in names]
@@ -559,6 +578,12 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     'eval_after_rl': lambda c: eval_stage(
         c, 'eval_after_rl', c.rl.checkpoint_dir
     ),
+    'eval_phrasings_after_sft': lambda c: _eval_phrasings(
+        c, 'eval_phrasings_after_sft', '{sft}'
+    ),
+    'eval_phrasings_after_rl': lambda c: _eval_phrasings(
+        c, 'eval_phrasings_after_rl', c.rl.checkpoint_dir
+    ),
     'rl_seen': _rl_seen,
     'eval_rl_seen_sft': lambda c: _eval_rl_seen(c, 'eval_rl_seen_sft', '{sft}'),
     'eval_rl_seen_rl': lambda c: _eval_rl_seen(
@@ -579,13 +604,26 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
 }
 
 
+def phrasing_evals(c) -> bool:
+  """Whether the held-out tasks are asked again in held-out phrasings and
+  evaluated."""
+  return bool(
+      c.tasks.source == 'synthesis'
+      and c.tasks.heldout_phrasings
+      and c.eval.phrasing_questions
+  )
+
+
 def stage_names(c) -> list[str]:
   """`c.stages`, with RL's pool stages before 'rl', the in-pool check's
-  after RL's evaluation and the climb's before 'report' when enabled."""
+  after RL's evaluation and the climb's before 'report' when enabled, and
+  without the held-out phrasing evaluations when `phrasing_evals` is off."""
   names = list(c.stages)
   if c.rl_pool.enabled and 'rl' in names:
     at = names.index('rl')
     names[at:at] = [n for n in POOL_STAGES if n not in names]
+  if not phrasing_evals(c):
+    names = [n for n in names if n not in PHRASING_EVALS.values()]
   if c.rl_seen.enabled and 'rl' in names:
     after = 'eval_after_rl' if 'eval_after_rl' in names else 'rl'
     at = names.index(after) + 1

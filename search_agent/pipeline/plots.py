@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top,wrong-imp
 # pylint: disable-next=wrong-import-position
 from search_agent.pipeline import figures
 
+_COLORS = ('#4c72b0', '#dd8452')
+
 
 def _save(fig, out_dir: str, name: str) -> str:
   path = os.path.join(out_dir, name)
@@ -20,20 +22,37 @@ def _save(fig, out_dir: str, name: str) -> str:
 
 
 def pass_at_1(rep: dict, out_dir: str) -> str | None:
+  """Held-out pass@1 per evaluation with Wilson intervals; held-out
+  phrasings, when evaluated, beside held-out pages."""
   rows = rep['pass_at_1']
   if not rows:
     return None
   labels = list(rows)
-  values = [rows[k]['value'] for k in labels]
-  err = [
-      [v - rows[k]['ci_low'] for k, v in zip(labels, values)],
-      [rows[k]['ci_high'] - v for k, v in zip(labels, values)],
-  ]
+  sets = {'held-out pages': rows}
+  phrased = rep.get('heldout_phrasings', {}).get('pass_at_1')
+  if phrased:
+    sets['held-out phrasings'] = phrased
   fig, ax = plt.subplots(figsize=(5, 3.2))
-  ax.bar(labels, values, yerr=err, capsize=6, color='#4c72b0')
+  width = 0.8 / len(sets)
+  for i, ((name, r), color) in enumerate(zip(sets.items(), _COLORS)):
+    at = [j for j, k in enumerate(labels) if k in r]
+    values = [r[labels[j]]['value'] for j in at]
+    err = [
+        [v - r[labels[j]]['ci_low'] for j, v in zip(at, values)],
+        [r[labels[j]]['ci_high'] - v for j, v in zip(at, values)],
+    ]
+    xs = [j + (i - (len(sets) - 1) / 2) * width for j in at]
+    n = r[labels[at[0]]]['n'] if at else 0
+    ax.bar(xs, values, width=width, yerr=err, capsize=6, color=color,
+           label=f'{name} (n={n})')  # fmt: skip
+  ax.set_xticks(range(len(labels)), labels)
   ax.set_ylim(0, 1)
   ax.set_ylabel('pass@1 (Wilson 95%)')
-  ax.set_title(f'held-out pass@1 (n={rows[labels[0]]["n"]})')
+  if phrased:
+    ax.legend(fontsize=7)
+    ax.set_title('held-out pass@1')
+  else:
+    ax.set_title(f'held-out pass@1 (n={rows[labels[0]]["n"]})')
   return _save(fig, out_dir, 'pass_at_1.png')
 
 

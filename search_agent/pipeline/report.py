@@ -9,7 +9,10 @@ line (did the model learn, and if not why: verdict.py),
 paired tests between consecutive evaluations (exact McNemar, paired
 bootstrap), with --rl_seen=SFT_STAGE,RL_STAGE the same for the two on the
 tasks RL trained on (`rl_seen`), with --rl_reach=LABEL:SFT_STAGE:RL_STAGE,...
-the same on each of rl_seen's other task sets (`rl_reach`), stage seconds,
+the same on each of rl_seen's other task sets (`rl_reach`), with
+--phrasings=LABEL:STAGE,... pass@1 on the held-out tasks asked again in
+phrasings no training task used, paired with the same tasks as first asked
+(`heldout_phrasings`), stage seconds,
 the pretraining/SFT loss and RL reward curves, tool calls per trajectory
 (by tool, and how trajectories ended), and the manifest of every stage
 (command, hash, config, key figure) with library versions. Plots go to
@@ -21,6 +24,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 from typing import Sequence
 
@@ -53,6 +57,12 @@ _RL_REACH = flags.DEFINE_list(
     'rl_reach',
     [],
     "label:sft_stage:rl_stage of each of rl_seen's other task sets.",
+)
+_PHRASINGS = flags.DEFINE_list(
+    'phrasings',
+    [],
+    'label:stage of each evaluation on held-out phrasings (the label of the'
+    ' held-out page evaluation of the same checkpoint).',
 )
 _VERSIONS = ('jax', 'flax', 'optax', 'maxtext', 'tantivy', 'orbax-checkpoint')
 
@@ -124,6 +134,37 @@ def query_names_first_page(
   return sum(hits) / len(hits) if hits else None
 
 
+# The teacher's thought before an answer (teacher.relation_thought).
+_RELATION_THOUGHT = re.compile(r'The answer is the ([a-z][a-z ]*)\.')
+
+
+def relation_named(stage_dir: str, tasks: dict[str, dict]) -> dict | None:
+  """Shares of eval trajectories whose last reply names the question's
+  relation ('The answer is the date of death.', as the teacher's
+  demonstrations do), another relation, or none: did the model read what
+  the question asks for? None without such tasks."""
+  counts = {'asked': 0, 'other': 0, 'none': 0}
+  for t in figures.read_jsonl(os.path.join(stage_dir, 'trajectories.jsonl')):
+    relations = tasks.get(t.get('task_id'), {}).get('meta', {}).get('relations')
+    if not relations:
+      continue
+    replies = [m for m in t.get('messages', ()) if m['role'] == 'assistant']
+    text = ' '.join(
+        replies[-1].get(k) or '' for k in ('reasoning', 'content')
+    ) if replies else ''  # fmt: skip
+    named = _RELATION_THOUGHT.search(text)
+    if named is None:
+      counts['none'] += 1
+    elif named.group(1) == relations[-1].replace('_', ' '):
+      counts['asked'] += 1
+    else:
+      counts['other'] += 1
+  n = sum(counts.values())
+  if not n:
+    return None
+  return {'n': n, **{k: v / n for k, v in counts.items()}}
+
+
 def _versions() -> dict[str, str]:
   out = {'python': platform.python_version()}
   for name in _VERSIONS:
@@ -156,6 +197,71 @@ def rl_seen(run_dir: str, sft_stage: str, rl_stage: str) -> dict:
   }
 
 
+def _paired(before: dict[str, bool], after: dict[str, bool]) -> dict:
+  return {
+      **stats.mcnemar(before, after),
+      'bootstrap_95': stats.paired_bootstrap(before, after),
+  }
+
+
+def _as_asked_first(
+    outcomes: dict[str, bool], tasks: dict[str, dict]
+) -> dict[str, bool]:
+  """Outcomes of tasks asked again, keyed by the task they ask again
+  (meta `rephrases`)."""
+  out = {}
+  for task_id, ok in outcomes.items():
+    first = tasks.get(task_id, {}).get('meta', {}).get('rephrases')
+    if first:
+      out[first] = ok
+  return out
+
+
+def heldout_phrasings(
+    run_dir: str,
+    evals: Sequence[tuple[str, str]],
+    tasks: dict[str, dict],
+    pages: dict[str, dict[str, bool]],
+    held_out_ids: Sequence[str] = (),
+) -> dict:
+  """pass@1 (Wilson) on held-out phrasings per evaluation, the paired test
+  against the same tasks in their trained phrasing (`vs_pages`: `pages`,
+  the held-out page outcomes of each label; 'lost' = right only as trained)
+  and between consecutive evaluations: the held-out pages' figures, on
+  questions in words no training task used."""
+  outcomes = {
+      label: figures.eval_outcomes(os.path.join(run_dir, stage))
+      for label, stage in evals
+  }
+  out = {
+      'phrasings': list(held_out_ids),
+      'pass_at_1': {},
+      'vs_pages': {},
+      'paired': {},
+      'well_formed_first_call': {},
+      'query_names_first_page': {},
+      'relation_named': {},
+      'tool_calls': {},
+  }
+  for label, stage in evals:
+    d = os.path.join(run_dir, stage)
+    out['pass_at_1'][label] = {
+        **stats.pass_at_1(outcomes[label]),
+        'stage': stage,
+    }
+    if label in pages:
+      out['vs_pages'][label] = _paired(
+          pages[label], _as_asked_first(outcomes[label], tasks)
+      )
+    out['well_formed_first_call'][label] = well_formed(d)
+    out['query_names_first_page'][label] = query_names_first_page(d, tasks)
+    out['relation_named'][label] = relation_named(d, tasks)
+    out['tool_calls'][label] = tool_calls(d)
+  for (a, _), (b, _) in zip(evals, evals[1:]):
+    out['paired'][f'{b}_vs_{a}'] = _paired(outcomes[a], outcomes[b])
+  return out
+
+
 def _copy_probe(run_dir: str, rep: dict) -> float | None:
   """The pretraining's last copy probe: its curve, or the imported base's."""
   copy = rep['curves'].get('pretrain', {}).get('copy_nll')
@@ -177,11 +283,13 @@ def build(
     reach: Sequence[tuple[str, str, str]] = (),
     device_kind: str = '',
     variant_reason: str = '',
+    phrasings: Sequence[tuple[str, str]] = (),
 ) -> dict:
   """The report dict of a run directory.
 
   The report stage's own record is left out: this is that stage running, so
-  a record on file is an earlier run's.
+  a record on file is an earlier run's. `phrasings` (label, stage) are the
+  evaluations on held-out phrasings (`heldout_phrasings`).
   """
   records = {
       n: r
@@ -210,11 +318,13 @@ def build(
       'tool_calls': {},
       'well_formed_first_call': {},
       'query_names_first_page': {},
+      'relation_named': {},
   }
   tasks = {
       t['id']: t
+      for name in ('heldout', 'heldout_phrasings')
       for t in figures.read_jsonl(
-          os.path.join(run_dir, 'tasks', 'tasks.heldout.jsonl')
+          os.path.join(run_dir, 'tasks', f'tasks.{name}.jsonl')
       )
   }
   rep['total_seconds'] = round(sum(rep['stages'].values()), 2)
@@ -228,6 +338,9 @@ def build(
         os.path.join(run_dir, stage)
     )
     rep['query_names_first_page'][label] = query_names_first_page(
+        os.path.join(run_dir, stage), tasks
+    )
+    rep['relation_named'][label] = relation_named(
         os.path.join(run_dir, stage), tasks
     )
   for (a, _), (b, _) in zip(evals, evals[1:]):
@@ -244,6 +357,13 @@ def build(
       horizon = figures.rl_horizon(os.path.join(run_dir, name))
       if horizon:
         rep.setdefault('rl_horizon', {})[name] = horizon
+  funnel = figures.read_json(os.path.join(run_dir, 'tasks', 'funnel.json'))
+  rep['tasks'] = funnel or {}
+  if phrasings:
+    rep['heldout_phrasings'] = heldout_phrasings(
+        run_dir, phrasings, tasks, outcomes,
+        rep['tasks'].get('tasks', {}).get('heldout_phrasing_ids', ()),
+    )  # fmt: skip
   rep['verdict'] = verdict_lib.verdict(rep, _copy_probe(run_dir, rep))
   climb = figures.read_json(os.path.join(run_dir, 'climb_data', 'climb.json'))
   if climb:
@@ -261,8 +381,6 @@ def build(
   if collect:
     rep['tool_calls']['teacher'] = collect['summary']['tool_calls_histogram']
     rep['teacher'] = collect['teacher']
-  funnel = figures.read_json(os.path.join(run_dir, 'tasks', 'funnel.json'))
-  rep['tasks'] = funnel or {}
   rep['manifest'] = {
       'stages': {
           n: {
@@ -291,13 +409,18 @@ def main(argv):
     raise app.UsageError(f'--rl_seen takes two stages: {_RL_SEEN.value}')
   seen = tuple(_RL_SEEN.value) if _RL_SEEN.value else None
   reach = [tuple(r.split(':')) for r in _RL_REACH.value]
+  phrasings = [tuple(e.split(':', 1)) for e in _PHRASINGS.value]
+  if any(len(p) != 2 for p in phrasings):
+    raise app.UsageError(
+        f'--phrasings takes label:stage entries: {_PHRASINGS.value}'
+    )
   if any(len(r) != 3 for r in reach):
     raise app.UsageError(
         f'--rl_reach takes label:sft_stage:rl_stage entries: {_RL_REACH.value}'
     )
   rep = build(
       _RUN_DIR.value, evals, _VARIANT.value, seen, reach,
-      _DEVICE_KIND.value, _VARIANT_REASON.value,
+      _DEVICE_KIND.value, _VARIANT_REASON.value, phrasings,
   )  # fmt: skip
   os.makedirs(_WORKDIR.value, exist_ok=True)
   rep['plots'] = plots.write_all(rep, _WORKDIR.value)

@@ -49,33 +49,79 @@ def _reach_table(rep: dict) -> list[str]:
   return lines
 
 
+def _pass_row(label: str, r: dict, wf, qn) -> str:
+  wf = '-' if wf is None else _pct(wf)
+  qn = '-' if qn is None else _pct(qn)
+  return (
+      f'| {label} | {r["n"]} | {r.get("k", "-")} | {_pct(r["value"])} |'
+      f' [{_pct(r["ci_low"])}, {_pct(r["ci_high"])}] | {wf} | {qn} |'
+  )
+
+
 def _pass_table(rep: dict) -> list[str]:
+  """Held-out pages, then (when evaluated) held-out phrasings."""
   lines = [
       '| held-out evaluation | n | correct | pass@1 | 95% interval (Wilson)'
       ' | first call well formed | first query names the first page |',
       '|---|---|---|---|---|---|---|',
   ]
+  phrased = rep.get('heldout_phrasings')
+  pages = ', held-out pages' if phrased else ''
   for label, r in rep['pass_at_1'].items():
     wf = rep['well_formed_first_call'].get(label)
     qn = rep['query_names_first_page'].get(label)
-    lines.append(
-        f'| {label} | {r["n"]} | {r.get("k", "-")} | {_pct(r["value"])} |'
-        f' [{_pct(r["ci_low"])}, {_pct(r["ci_high"])}] |'
-        f' {"-" if wf is None else _pct(wf)} | {"-" if qn is None else _pct(qn)} |'
-    )
+    lines.append(_pass_row(f'{label}{pages}', r, wf, qn))
+  for label, r in (phrased or {}).get('pass_at_1', {}).items():
+    wf = phrased['well_formed_first_call'].get(label)
+    qn = phrased['query_names_first_page'].get(label)
+    lines.append(_pass_row(f'{label}, held-out phrasings', r, wf, qn))
   return lines
+
+
+def _phrasings(rep: dict) -> list[str]:
+  """Held-out phrasings: which, each evaluation paired with the same tasks
+  as first asked, and whether the answers name the asked relation."""
+  phrased = rep.get('heldout_phrasings')
+  if not phrased:
+    return []
+  ids = ', '.join(f'`{p}`' for p in phrased['phrasings']) or 'not recorded'
+  lines = [
+      '', '## Held-out phrasings', '',
+      'The held-out tasks asked again in question frames no training task'
+      f' used (synthesis/phrasings.py): {ids}. Each is paired with the same'
+      ' task in its trained phrasing:', '',
+  ]  # fmt: skip
+  for label, p in phrased['vs_pages'].items():
+    lines.append(
+        f'- {label}: of {p["tasks"]} tasks asked both ways, {p["lost"]} right'
+        f' only in the trained phrasing, {p["gained"]} only in the held-out'
+        f' one; McNemar p = {p["p_value"]:.3g}'
+    )
+  for name, p in phrased['paired'].items():
+    lines.append(f'- held-out phrasings, {_paired_line(name, p)}')
+  for label, named in phrased.get('relation_named', {}).items():
+    pages = rep.get('relation_named', {}).get(label)
+    if named and pages:
+      lines.append(
+          f'- {label}: the last reply names the asked relation in'
+          f' {_pct(pages["asked"])} of held-out page trajectories and'
+          f' {_pct(named["asked"])} of held-out phrasing ones; another'
+          f' relation in {_pct(pages["other"])} and {_pct(named["other"])}'
+      )
+  return lines
+
+
+def _paired_line(name: str, p: dict) -> str:
+  b = p['bootstrap_95']
+  return (
+      f'{name}: {p["gained"]} tasks gained, {p["lost"]} lost of'
+      f' {p["tasks"]}; Δ {_pct(p["delta"])}, McNemar p = {p["p_value"]:.3g},'
+      f' bootstrap 95% [{_pct(b["low"])}, {_pct(b["high"])}]'
+  )
 
 
 def _paired(rep: dict) -> list[str]:
-  lines = []
-  for name, p in rep['paired'].items():
-    b = p['bootstrap_95']
-    lines.append(
-        f'- {name}: {p["gained"]} tasks gained, {p["lost"]} lost of'
-        f' {p["tasks"]}; Δ {_pct(p["delta"])}, McNemar p = {p["p_value"]:.3g},'
-        f' bootstrap 95% [{_pct(b["low"])}, {_pct(b["high"])}]'
-    )
-  return lines
+  return [f'- {_paired_line(n, p)}' for n, p in rep['paired'].items()]
 
 
 def _curves(rep: dict) -> list[str]:
@@ -170,7 +216,12 @@ def render(rep: dict, run_dir: str) -> str:
       '## Tool calls per trajectory',
       '',
   ]
-  for label, t in rep['tool_calls'].items():
+  phrased = rep.get('heldout_phrasings', {}).get('tool_calls', {})
+  tool_rows = {
+      **rep['tool_calls'],
+      **{f'{k}, held-out phrasings': v for k, v in phrased.items()},
+  }
+  for label, t in tool_rows.items():
     if label == 'teacher':
       lines.append(f'- teacher demonstrations: {t}')
     else:
@@ -200,6 +251,7 @@ def render(rep: dict, run_dir: str) -> str:
         f' bootstrap 95% [{_pct(b["low"])}, {_pct(b["high"])}].',
     ]  # fmt: skip
   lines += _reach_table(rep)
+  lines += _phrasings(rep)
   lines += ['', '## Stages', '',
             '| stage | seconds | CPU seconds | key figure | hash |',
             '|---|---|---|---|---|']  # fmt: skip

@@ -5,7 +5,11 @@ Read from report.json's figures: pass@1 before and after SFT and after RL
 share of first queries that name the question's page, and the pretraining's
 copy probe (copy_nll). SFT "taught" when after SFT more held-out tasks were
 gained than lost at McNemar p < ALPHA (without an evaluation before SFT:
-when the Wilson interval after SFT lies above 0).
+when the Wilson interval after SFT lies above 0). When the report holds
+held-out phrasings (held-out tasks asked again in words no training task
+used), the line says how pass@1 on them after SFT compares with the same
+tasks as first asked: lower or higher at McNemar p < ALPHA, else not
+distinguishable.
 """
 
 ALPHA = 0.05
@@ -53,6 +57,59 @@ def _rl_clause(rep: dict) -> str:
   )
 
 
+def phrasing_comparison(rep: dict) -> str | None:
+  """'below', 'above' or 'indistinguishable': pass@1 after SFT on held-out
+  phrasings against held-out pages. Paired on the same tasks when the
+  report has them (exact McNemar at ALPHA), else by disjoint Wilson
+  intervals; None without both sets."""
+  phrased = rep.get('heldout_phrasings', {})
+  ph = phrased.get('pass_at_1', {}).get('after_sft')
+  sft = rep['pass_at_1'].get('after_sft')
+  if not (ph and ph['n'] and sft and sft['n']):
+    return None
+  paired = phrased.get('vs_pages', {}).get('after_sft')
+  if paired and paired['tasks']:
+    if paired['p_value'] >= ALPHA:
+      return 'indistinguishable'
+    return 'above' if paired['gained'] > paired['lost'] else 'below'
+  if ph['ci_high'] < sft['ci_low']:
+    return 'below'
+  if ph['ci_low'] > sft['ci_high']:
+    return 'above'
+  return 'indistinguishable'
+
+
+_PHRASING_READING = {
+    'below': (
+        'lower than held-out pages{test}, so what SFT taught carries to new'
+        ' pages in the trained phrasings, not to new phrasings'
+    ),
+    'above': 'higher than held-out pages{test}',
+    'indistinguishable': 'not distinguishable from held-out pages{test}',
+}
+
+
+def _phrasing_clause(rep: dict) -> str:
+  comparison = phrasing_comparison(rep)
+  if comparison is None:
+    return ''
+  phrased = rep['heldout_phrasings']
+  scores = phrased['pass_at_1']
+  text = f'; on held-out phrasings {_score(scores["after_sft"])} after SFT'
+  if scores.get('after_rl'):
+    text += f' and {_score(scores["after_rl"])} after RL'
+  paired = phrased.get('vs_pages', {}).get('after_sft')
+  if paired and paired['tasks']:
+    test = (
+        f' on the same {paired["tasks"]} tasks ({paired["lost"]} right only'
+        f' as trained / {paired["gained"]} only as held out, p ='
+        f' {paired["p_value"]:.2g})'
+    )
+  else:
+    test = ' (Wilson intervals)'
+  return f'{text}: {_PHRASING_READING[comparison].format(test=test)}'
+
+
 def _why_not(rep: dict, copy_nll: float | None) -> str:
   wf = rep['well_formed_first_call'].get('after_sft')
   qn = rep['query_names_first_page'].get('after_sft')
@@ -78,11 +135,12 @@ def _why_not(rep: dict, copy_nll: float | None) -> str:
 
 
 def verdict(rep: dict, copy_nll: float | None = None) -> dict:
-  """{'learned': bool | None, 'line': str} from report.json's figures.
+  """{'learned': bool | None, 'phrasings': str | None, 'line': str} from
+  report.json's figures ('phrasings': `phrasing_comparison`).
 
   Args:
     rep: The report dict (pass_at_1, paired, well_formed_first_call,
-      query_names_first_page).
+      query_names_first_page, and heldout_phrasings when evaluated).
     copy_nll: The pretraining's last copy probe, if it has one.
   """
   scores = rep['pass_at_1']
@@ -90,6 +148,7 @@ def verdict(rep: dict, copy_nll: float | None = None) -> dict:
   if not sft or not sft['n']:
     return {
         'learned': None,
+        'phrasings': None,
         'line': 'No held-out evaluation after SFT: nothing shows learning.',
     }
   before = scores.get('before_sft')
@@ -104,15 +163,18 @@ def verdict(rep: dict, copy_nll: float | None = None) -> dict:
     test = f', McNemar p = {gain["p_value"]:.2g}' if gain else ''
     return {
         'learned': True,
+        'phrasings': phrasing_comparison(rep),
         'line': (
             f'The model learned: held-out pass@1 {start}{_score(sft)} after'
-            f' SFT{test}{_rl_clause(rep)}.'
+            f' SFT{test}{_rl_clause(rep)}{_phrasing_clause(rep)}.'
         ),
     }
   return {
       'learned': False,
+      'phrasings': phrasing_comparison(rep),
       'line': (
           f'The model did not learn: held-out pass@1 {start}{_score(sft)}'
-          f' after SFT; {_why_not(rep, copy_nll)}{_rl_clause(rep)}.'
+          f' after SFT; {_why_not(rep, copy_nll)}{_rl_clause(rep)}'
+          f'{_phrasing_clause(rep)}.'
       ),
   }

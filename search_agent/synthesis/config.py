@@ -6,6 +6,8 @@ from typing import Any
 import ml_collections
 
 from search_agent.corpus.sources import CorpusSpec
+from search_agent.synthesis import phrasings
+from search_agent.synthesis import split
 from search_agent.synthesis.controller import ControllerConfig
 from search_agent.synthesis.graph import AnchorConfig
 from search_agent.synthesis.iris import IrisConfig
@@ -92,6 +94,9 @@ class SynthesisJob:
     heldout_fraction: Share of tasks in the held-out split.
     rl_fraction: Share of tasks in the RL split (RL's question pool, pages
       disjoint from the train and held-out splits; 0 = none).
+    heldout_phrasings: Question phrasings per relation no task is
+      generated in (synthesis/phrasings.py); the held-out tasks asked again
+      in them go to tasks.heldout_phrasings.jsonl, evaluated only; 0 = none.
     seed: Split seed.
     progress: Progress bars.
     cache_dir: Response cache directory ('' = WORKDIR/llm_cache).
@@ -119,6 +124,7 @@ class SynthesisJob:
   chunk_size: int = 256
   heldout_fraction: float = 0.2
   rl_fraction: float = 0.0
+  heldout_phrasings: int = 0
   seed: int = 0
   progress: bool = True
   cache_dir: str = ''
@@ -152,8 +158,21 @@ class SynthesisJob:
       raise SynthesisConfigError(
           f'rl_fraction must be in [0, 1 - heldout_fraction): {self.rl_fraction}'
       )
+    fewest = min(len(f) for f in phrasings.FRAMES.values())
+    if not 0 <= self.heldout_phrasings < fewest:
+      raise SynthesisConfigError(
+          f'heldout_phrasings must be in [0, {fewest}) (a relation has'
+          f' {fewest} phrasings and keeps one to train on):'
+          f' {self.heldout_phrasings}'
+      )
     if self.chunk_size < 1:
       raise SynthesisConfigError('chunk_size must be >= 1')
+
+  def heldout_phrasing_ids(self) -> frozenset[str]:
+    """The phrasing ids no training task may use (split.heldout_phrasings)."""
+    return split.heldout_phrasings(
+        phrasings.ids(), self.heldout_phrasings, self.seed
+    )
 
   def role(self, name: str) -> str:
     return self.roles.get(name, ROLE_CHOICES[name][0])
@@ -189,6 +208,7 @@ def job_from_config(c: ml_collections.ConfigDict) -> SynthesisJob:
       chunk_size=d['chunk_size'],
       heldout_fraction=d['heldout_fraction'],
       rl_fraction=d['rl_fraction'],
+      heldout_phrasings=d['heldout_phrasings'],
       seed=d['seed'],
       progress=d['progress'],
       cache_dir=d['cache_dir'],

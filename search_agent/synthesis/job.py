@@ -30,8 +30,12 @@ class ProgrammaticRoles:
     return None
 
   def build(self, job, prep, workdir) -> dict[str, Any]:
-    del job, workdir
-    return {'generator': roles_lib.TemplateGenerator(prep.docs, prep.types)}
+    del workdir
+    return {
+        'generator': roles_lib.TemplateGenerator(
+            prep.docs, prep.types, job.heldout_phrasing_ids()
+        )
+    }
 
 
 def run_job(
@@ -118,6 +122,7 @@ def run_job(
       job.seed,
       manifest,
       extras,
+      job.heldout_phrasing_ids(),
   )
   report['seconds_total'] = round(time.perf_counter() - start, 2)
   return report

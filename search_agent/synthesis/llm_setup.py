@@ -105,7 +105,9 @@ class LLMRoles:
           self.llm(job, workdir, 'generator'), docs
       )
     else:
-      out['generator'] = roles_lib.TemplateGenerator(docs, prep.types)
+      out['generator'] = roles_lib.TemplateGenerator(
+          docs, prep.types, job.heldout_phrasing_ids()
+      )
     if job.role('critic') == 'llm':
       out['critic'] = llm_roles.LLMCritic(
           self.llm(job, workdir, 'critic'), docs

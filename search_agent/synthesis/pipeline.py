@@ -2,7 +2,8 @@
 
 `prepare` is deterministic and cheap (recomputed on resume); `run_loop`
 processes evidence graphs in chunks, journalling each finished graph;
-`write_outputs` rebuilds tasks.{train,rl,heldout}.jsonl, decisions.jsonl,
+`write_outputs` rebuilds tasks.{train,rl,heldout,heldout_phrasings}.jsonl,
+decisions.jsonl,
 funnel.{json,md,png} and manifest.json from the journal.
 """
 
@@ -191,17 +192,31 @@ def write_outputs(
     seed: int,
     manifest: dict[str, Any],
     extras: dict[str, Any] | None = None,
+    heldout_phrasings: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
   """Writes every output file from the journal; returns the report.
 
   `extras` (e.g. the LLM roles' counters under 'roles' and the role check
-  under 'role_check') are added to funnel.json as they are.
+  under 'role_check') are added to funnel.json as they are. The held-out
+  tasks asked again in the `heldout_phrasings` (phrasing ids no task may
+  be generated in) go to tasks.heldout_phrasings.jsonl.
+
+  Raises:
+    split.PhrasingLeakError: A task is asked in a held-out phrasing (a
+      journal written with other held-out phrasings).
   """
   tasks, duplicates = collect_tasks(prep, journal)
+  split_lib.check_no_heldout_phrasing(tasks, heldout_phrasings)
   train, rl, held = split_lib.split_three(
       tasks, heldout_fraction, rl_fraction, seed
   )
-  for name, rows in (('train', train), ('rl', rl), ('heldout', held)):
+  phrased = split_lib.asked_in_heldout_phrasings(held, heldout_phrasings)
+  for name, rows in (
+      ('train', train),
+      ('rl', rl),
+      ('heldout', held),
+      ('heldout_phrasings', phrased),
+  ):
     journal_lib.write_jsonl_atomic(
         workdir / f'tasks.{name}.jsonl',
         [dict(t.to_json(), meta=dict(t.meta, split=name)) for t in rows],
@@ -233,10 +248,13 @@ def write_outputs(
           'train': len(train),
           'rl': len(rl),
           'heldout': len(held),
+          'heldout_phrasings': len(phrased),
+          'heldout_phrasing_ids': sorted(heldout_phrasings),
           'hard_candidates': len(hard),
           'hops_train': _hops(train),
           'hops_rl': _hops(rl),
           'hops_heldout': _hops(held),
+          'hops_heldout_phrasings': _hops(phrased),
           'shared_evidence_pages': len(
               split_lib.shared_pages(train, held)
               | split_lib.shared_pages(train, rl)

@@ -11,6 +11,7 @@ from typing import Any, Protocol, Sequence
 
 from search_agent.agent import task as task_lib
 from search_agent.corpus.record import Document
+from search_agent.synthesis import phrasings
 from search_agent.synthesis import templates
 from search_agent.synthesis.schema import EvidenceGraph
 from search_agent.synthesis.schema import Proposal
@@ -134,14 +135,22 @@ class TemplateGenerator:
   """Template questions, one path per revision, longest path first.
 
   A returned proposal makes the next revision use the graph's next path
-  (the feedback's reason is recorded, not parsed).
+  (the feedback's reason is recorded, not parsed). The question asks the
+  path's last relation in one of its phrasings (synthesis/phrasings.py),
+  never in one of `heldout` (the phrasings kept out of training).
   """
 
   name = 'template'
 
-  def __init__(self, docs: dict[str, Document], types: dict[str, str]):
+  def __init__(
+      self,
+      docs: dict[str, Document],
+      types: dict[str, str],
+      heldout: frozenset[str] = frozenset(),
+  ):
     self._docs = docs
     self._types = types
+    self._heldout = heldout
 
   async def propose(self, graph, revision, feedback):
     del feedback
@@ -150,7 +159,12 @@ class TemplateGenerator:
       return None
     path = ordered[revision]
     start = self._docs[path.start]
-    question = templates.question(path, start.title, self._types[path.start])
+    phrasing = phrasings.choose(
+        path.claims[-1].relation, phrasings.path_key(path), self._heldout
+    )
+    question = templates.question(
+        path, start.title, self._types[path.start], phrasing
+    )
     answer_title = (
         self._docs[path.answer_doc].title if path.answer_doc else None
     )
@@ -163,5 +177,12 @@ class TemplateGenerator:
         path=path,
         generator='template',
         revision=revision,
-        meta={'starting_entities': [start.title], 'template': 'nested_np'},
+        meta={
+            'starting_entities': [start.title],
+            'template': 'nested_np',
+            'phrasing': phrasing,
+            'start_phrase': templates.start_phrase(
+                start.title, self._types[path.start]
+            ),
+        },
     )

@@ -4,7 +4,9 @@ r"""Synthesises search tasks from a corpus.
       --config=tpu_configs/synthesis.py:tiny --workdir=/tmp/syn
 
 writes tasks.train.jsonl, tasks.rl.jsonl (empty unless rl_fraction > 0),
-tasks.heldout.jsonl (agent/task.py format),
+tasks.heldout.jsonl, tasks.heldout_phrasings.jsonl (the held-out tasks
+asked again in phrasings no other task uses; empty unless
+heldout_phrasings > 0; agent/task.py format),
 funnel.{json,md,png}, decisions.jsonl, manifest.json and the journal to
 --workdir; the bundled index is built into WORKDIR/index if absent. A
 rerun resumes from the journal. Variants: tiny (programmatic, no LLM),
@@ -54,9 +56,11 @@ def main(argv):
       roles = llm_setup.LLMRoles()
     report = job_lib.run_job(job, _WORKDIR.value, roles)
   print(json.dumps(report['tasks']))
+  t = report['tasks']
   print(
-      f'{report["tasks"]["train"]} train + {report["tasks"]["rl"]} RL +'
-      f' {report["tasks"]["heldout"]} held-out tasks in {report["seconds_total"]} s; wrote {_WORKDIR.value}'
+      f'{t["train"]} train + {t["rl"]} RL + {t["heldout"]} held-out tasks'
+      f' + {t["heldout_phrasings"]} asked again in held-out phrasings in'
+      f' {report["seconds_total"]} s; wrote {_WORKDIR.value}'
   )
 
 

@@ -1,5 +1,6 @@
 """Accepted proposals → `Task` records (agent/task.py format)."""
 
+import dataclasses
 import hashlib
 from typing import Any, Sequence
 
@@ -7,6 +8,7 @@ from search_agent.agent.task import Claim
 from search_agent.agent.task import Task
 from search_agent.corpus.record import Document
 from search_agent.rewards.answer_match import normalize_answer
+from search_agent.synthesis import templates
 from search_agent.synthesis.schema import Proposal
 
 
@@ -57,6 +59,9 @@ def task_from_proposal(
       'proposal': p.id,
       'revision': p.revision,
       'generator': p.generator,
+      # The question frame's id (synthesis/phrasings.py); None when an LLM
+      # wrote the question.
+      'phrasing': p.meta.get('phrasing'),
       'required_claims': 'judge' if required is not None else 'path',
       'generator_meta': p.meta,
       'probes': entry.get('controller', {}).get('probes', []),
@@ -84,3 +89,16 @@ def dedupe(tasks: Sequence[Task]) -> tuple[list[Task], int]:
       seen.add(key)
       out.append(t)
   return out, len(tasks) - len(out)
+
+
+def ask_again(task: Task, phrasing: str) -> Task:
+  """A template task asked in phrasing `phrasing`: the same answer, evidence
+  and claims; its own id; meta `rephrases` names the task."""
+  start = task.meta['generator_meta']['start_phrase']
+  question = templates.question_of(start, task.meta['relations'], phrasing)
+  return dataclasses.replace(
+      task,
+      id=f'{task.id}-{phrasing.replace("/", "-")}',
+      question=question,
+      meta=dict(task.meta, phrasing=phrasing, rephrases=task.id),
+  )

@@ -2,14 +2,17 @@
 
 A path start --r1--> m1 --r2--> ... --rn--> answer becomes a nested noun
 phrase read from the start outwards ("the father of the director of the
-film X") and a question frame for the last relation ("When was ... born?").
-The start is named by its title without disambiguation, with its type
-("the film", "the song") when it is not a person.
+film X") and a question frame for the last relation ("When was ... born?"),
+one of several phrasings of it (synthesis/phrasings.py). The start is named
+by its title without disambiguation, with its type ("the film", "the song")
+when it is not a person.
 """
 
 import re
+from typing import Sequence
 
 from search_agent.synthesis import entities
+from search_agent.synthesis import phrasings
 from search_agent.synthesis.schema import Path
 
 _NOUN = {
@@ -22,23 +25,6 @@ _NOUN = {
     'father': 'the father of {x}',
     'mother': 'the mother of {x}',
     'spouse': 'the spouse of {x}',
-}
-_FINAL = {
-    'date_of_birth': 'When was {x} born?',
-    'date_of_death': 'When did {x} die?',
-    'place_of_birth': 'Where was {x} born?',
-    'place_of_death': 'Where did {x} die?',
-    'nationality': 'What nationality was {x}?',
-    'release_year': 'In which year was {x} released?',
-    'director': 'Who directed {x}?',
-    'producer': 'Who produced {x}?',
-    'screenwriter': 'Who wrote the screenplay of {x}?',
-    'composer': 'Who composed the music of {x}?',
-    'performer': 'Who performed {x}?',
-    'author': 'Who wrote {x}?',
-    'father': 'Who was the father of {x}?',
-    'mother': 'Who was the mother of {x}?',
-    'spouse': 'Who was the spouse of {x}?',
 }
 _TYPE_PREFIX = {
     'film': 'the film ',
@@ -57,12 +43,25 @@ def start_phrase(title: str, kind: str) -> str:
   return _TYPE_PREFIX.get(kind, '') + entities.display_name(title)
 
 
-def question(path: Path, start_title: str, start_kind: str) -> str:
-  """The template question of `path` (start named, others described)."""
-  x = start_phrase(start_title, start_kind)
-  for c in path.claims[:-1]:
-    x = _NOUN[c.relation].format(x=x)
-  text = _FINAL[path.claims[-1].relation].format(x=x)
+def question(
+    path: Path, start_title: str, start_kind: str, phrasing: str
+) -> str:
+  """The template question of `path` (start named, others described), its
+  last relation asked in the frame of phrasing id `phrasing`."""
+  return question_of(
+      start_phrase(start_title, start_kind),
+      [c.relation for c in path.claims],
+      phrasing,
+  )
+
+
+def question_of(start: str, relations: Sequence[str], phrasing: str) -> str:
+  """The question walking `relations` from the start phrase `start`, the
+  last one asked in the frame of `phrasing` (a task asked again)."""
+  x = start
+  for relation in relations[:-1]:
+    x = _NOUN[relation].format(x=x)
+  text = phrasings.frame(phrasing).format(x=x)
   return text[0].upper() + text[1:]
 
 

@@ -336,7 +336,7 @@ def test_sft_rehearses_the_pretraining_texts_only_when_asked():
 def test_evaluations_are_served_unless_asked_in_process():
   c = pipeline_config.get_config('tiny')
   evals = [s for s in plan.build(c) if s.module == 'eval.run']
-  assert len(evals) == 3
+  assert len(evals) == 5  # before SFT, after SFT and RL (pages, phrasings)
   assert {s.overrides['policy.kind'] for s in evals} == {'served'}
   # The served model is the sampler section's, with its slots per question.
   e = evals[1].overrides
@@ -628,3 +628,40 @@ def test_rl_key_figure_is_the_mean_reward_and_its_quarters(tmp_path):
   )
   (tmp_path / 'metrics.jsonl').write_text(json.dumps(rows[2]) + '\n')
   assert figures.rl_figure(str(tmp_path)) == '3 updates, reward_mean 0.200'
+
+
+def test_held_out_phrasings_are_scored_after_sft_and_after_rl():
+  c = pipeline_config.get_config('tiny')
+  stages = {s.name: s for s in plan.build(c)}
+  assert stages['tasks'].overrides['heldout_phrasings'] == 1
+  names = list(stages)
+  for page, phrased, checkpoint in (
+      ('eval_after_sft', 'eval_phrasings_after_sft', '{sft}'),
+      ('eval_after_rl', 'eval_phrasings_after_rl', '{rl}'),
+  ):
+    assert names.index(phrased) == names.index(page) + 1
+    o = stages[phrased].overrides
+    assert o['dataset.path'] == '{tasks}/tasks.heldout_phrasings.jsonl'
+    assert o['dataset.limit'] == 50
+    assert o['sampler.checkpoint_dir'] == checkpoint
+    # The held-out page evaluation's machinery, on other tasks.
+    differ = {k for k, v in o.items() if stages[page].overrides[k] != v}
+    assert differ == {
+        'dataset.name',
+        'dataset.path',
+        'dataset.limit',
+        'policy.name',
+    }
+  assert stages['report'].flags['phrasings'] == (
+      'after_sft:eval_phrasings_after_sft,after_rl:eval_phrasings_after_rl'
+  )
+  # Training reads the train split only, which holds no held-out phrasing.
+  assert stages['collect'].flags['tasks'] == '{tasks}/tasks.train.jsonl'
+  assert stages['rl'].overrides['tasks_path'] == '{tasks}/tasks.train.jsonl'
+  learn = {s.name: s for s in plan.build(pipeline_config.get_config('learn'))}
+  assert learn['eval_phrasings_after_rl'].overrides['dataset.limit'] == 100
+  c.tasks.heldout_phrasings = 0
+  stages = {s.name: s for s in plan.build(c)}
+  assert not set(plan.PHRASING_EVALS.values()) & set(stages)
+  assert 'phrasings' not in stages['report'].flags
+  assert stages['tasks'].overrides['heldout_phrasings'] == 0

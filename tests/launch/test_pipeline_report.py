@@ -2,6 +2,7 @@
 
 import json
 
+from search_agent.pipeline import plots
 from search_agent.pipeline import report
 from search_agent.pipeline import report_md
 from search_agent.pipeline import stats
@@ -133,3 +134,114 @@ def test_the_report_counts_the_rl_trajectories_that_slid(tmp_path):
       '- rl horizon: 6 trajectories trained in 2 updates, 1 of them slid'
       in text
   )
+
+
+def _fake_tasks(d, n):
+  """n held-out tasks t0.. asked again as p0.. (meta `rephrases`)."""
+  d.mkdir(parents=True, exist_ok=True)
+  with open(d / 'tasks.heldout_phrasings.jsonl', 'w') as f:
+    for i in range(n):
+      f.write(json.dumps({'id': f'p{i}', 'meta': {'rephrases': f't{i}'}}))
+      f.write('\n')
+
+
+def test_report_carries_held_out_phrasings_beside_held_out_pages(tmp_path):
+  _fake_eval(tmp_path / 'e0', [False] * 40)
+  _fake_eval(tmp_path / 'e1', [True] * 16 + [False] * 24)
+  _fake_eval(tmp_path / 'e2', [True] * 18 + [False] * 22)
+  # Held-out phrasing tasks get their own ids (p0, ...).
+  for name, correct in (('p1', [True] + [False] * 29),
+                        ('p2', [True] * 2 + [False] * 28)):  # fmt: skip
+    d = tmp_path / name
+    d.mkdir()
+    with open(d / 'results.jsonl', 'w') as f:
+      for i, ok in enumerate(correct):
+        f.write(json.dumps({'task_id': f'p{i}', 'correct': ok}) + '\n')
+  _fake_tasks(tmp_path / 'tasks', 30)
+  (tmp_path / 'tasks' / 'funnel.json').write_text(
+      json.dumps({'tasks': {'heldout_phrasing_ids': ['director/3']}})
+  )
+  (tmp_path / 'stages.json').write_text('{}')
+  rep = report.build(
+      str(tmp_path),
+      [('before_sft', 'e0'), ('after_sft', 'e1'), ('after_rl', 'e2')], 'tiny',
+      phrasings=[('after_sft', 'p1'), ('after_rl', 'p2')],
+  )  # fmt: skip
+  rep = json.loads(json.dumps(rep))  # as report.json holds it
+  assert rep['pass_at_1']['after_sft']['n'] == 40  # held-out pages
+  phrased = rep['heldout_phrasings']
+  assert phrased['phrasings'] == ['director/3']
+  p = phrased['pass_at_1']['after_sft']
+  assert (p['n'], p['k'], p['stage']) == (30, 1, 'p1')
+  assert 0 < p['ci_low'] < p['value'] < p['ci_high']
+  assert phrased['pass_at_1']['after_rl']['k'] == 2
+  assert phrased['paired']['after_rl_vs_after_sft']['gained'] == 1
+  # Paired with t0..t29 as first asked: 16 right there, 1 asked again.
+  vs = phrased['vs_pages']['after_sft']
+  assert (vs['tasks'], vs['lost'], vs['gained']) == (30, 15, 0)
+  assert rep['verdict']['phrasings'] == 'below'
+  line = rep['verdict']['line']
+  assert (
+      'on held-out phrasings 3.3% (1/30, Wilson [0.6%, 16.7%]) after SFT and'
+      ' 6.7% (2/30' in line
+  )
+  assert 'lower than held-out pages on the same 30 tasks (15 right only' in line
+  assert 'not to new phrasings' in line
+  (tmp_path / 'report').mkdir()
+  rep['plots'] = plots.write_all(rep, str(tmp_path / 'report'))
+  assert (tmp_path / 'report' / 'pass_at_1.png').stat().st_size > 1000
+  lines = report_md.render(rep, str(tmp_path)).splitlines()
+  assert lines[4].startswith('| before_sft, held-out pages | 40 | 0 |')
+  assert lines[7].startswith('| after_sft, held-out phrasings | 30 | 1 | 3.3%')
+  assert lines[8].startswith('| after_rl, held-out phrasings | 30 | 2 | 6.7%')
+  at = lines.index('## Held-out phrasings')
+  assert '`director/3`' in lines[at + 2]
+  assert lines[at + 4].startswith(
+      '- after_sft: of 30 tasks asked both ways, 15 right only in the trained'
+  )
+
+
+def test_phrasings_without_pairs_are_compared_by_intervals():
+  rep = {
+      'pass_at_1': {'after_sft': stats.pass_at_1({'a': True, 'b': False})},
+      'paired': {},
+      'well_formed_first_call': {'after_sft': 1.0},
+      'query_names_first_page': {'after_sft': 1.0},
+      'heldout_phrasings': {
+          'pass_at_1': {'after_sft': stats.pass_at_1({'c': True, 'd': False})}
+      },
+  }
+  assert verdict.phrasing_comparison(rep) == 'indistinguishable'
+  line = verdict.verdict(rep)['line']
+  assert 'not distinguishable from held-out pages (Wilson intervals)' in line
+  del rep['heldout_phrasings']
+  assert verdict.verdict(rep)['phrasings'] is None
+  assert 'phrasings' not in verdict.verdict(rep)['line']
+
+
+def test_relation_named_reads_the_thought_before_the_answer(tmp_path):
+  def traj(task_id, reply):
+    return {
+        'task_id': task_id,
+        'messages': [
+            {'role': 'user', 'content': 'q'},
+            {'role': 'assistant', 'reasoning': '', 'content': reply},
+        ],
+    }
+
+  rows = [
+      traj('a', '<think>\nThe answer is the date of death.\n</think>\nx'),
+      traj('b', '<think>\nThe answer is the nationality.\n</think>\nx'),
+      traj('c', '<answer>x</answer>'),
+      traj('zz', 'The answer is the director.'),  # not a known task
+  ]
+  tmp_path.joinpath('trajectories.jsonl').write_text(
+      '\n'.join(json.dumps(r) for r in rows)
+  )
+  tasks = {
+      k: {'meta': {'relations': ['director', 'date_of_death']}} for k in 'abc'
+  }
+  named = report.relation_named(str(tmp_path), tasks)
+  assert named['n'] == 3
+  assert named['asked'] == named['other'] == named['none'] == 1 / 3
+  assert report.relation_named(str(tmp_path), {}) is None

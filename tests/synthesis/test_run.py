@@ -13,6 +13,7 @@ import pytest
 
 from search_agent.agent.task import iter_tasks
 from search_agent.rewards.answer_match import normalize_answer
+from search_agent.synthesis import phrasings
 from search_agent.synthesis import split
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -84,6 +85,28 @@ def test_tiny_contract(contract_run, prepared):
   decisions = [json.loads(l) for l in open(w / 'decisions.jsonl')]
   assert len(decisions) == stages['proposals']
   assert all(d['decision'] and 'reason' in d for d in decisions)
+  _check_held_out_phrasings(w, train, held, report['tasks'])
+
+
+def _check_held_out_phrasings(w, train, held, counts):
+  """One phrasing per relation held out; no train or held-out task uses
+  one; tasks.heldout_phrasings.jsonl asks the held-out tasks in them."""
+  phrased = list(iter_tasks(w / 'tasks.heldout_phrasings.jsonl'))
+  held_ids = set(counts['heldout_phrasing_ids'])
+  assert len(held_ids) == len(phrasings.FRAMES)
+  used = {}
+  for t in train + held:
+    assert t.meta['phrasing'] and t.meta['phrasing'] not in held_ids
+    used.setdefault(t.meta['relations'][-1], set()).add(t.meta['phrasing'])
+  assert max(len(v) for v in used.values()) >= 3  # several trained frames
+  assert counts['heldout_phrasings'] == len(phrased) == len(held)
+  by_id = {t.id: t for t in held}
+  for t in phrased:
+    base = by_id[t.meta['rephrases']]
+    assert t.meta['phrasing'] in held_ids and t.question != base.question
+    assert (t.answer, t.evidence) == (base.answer, base.evidence)
+    for form in (t.answer,) + t.aliases:
+      assert form.lower() not in t.question.lower()
 
 
 def _journal(path):
