@@ -5,7 +5,7 @@
 Stages (each its own binary, DIR/<stage>, reused while its inputs are
 unchanged; search_agent/pipeline/plan.py wires them):
   index            index.build over the bundled 2Wiki corpus (tantivy)
-  tasks            synthesis.run :tiny (or the temporary lookup tasks)
+  tasks            synthesis.run :tiny
   tokenizer        the tiny BPE every model stage shares
   pretrain         next-token pretraining on the corpus (train.sft pretrain
                    mode)
@@ -126,12 +126,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       system_prompt='agent_system_compact.md',
       tool_text='signature',
   )
-  # Task source: 'synthesis' (synthesis.run) or 'lookup' (the
-  # temporary one-hop tasks of search_agent/pipeline/lookup_tasks.py).
+  # The tasks stage: search_agent.synthesis.run with this config.
   c.tasks = dict(
-      source='synthesis',
       synthesis_config='tpu_configs/synthesis.py:tiny',
-      heldout=200 if learn else 100,
       # 0 = every train task (both variants: the teacher's 10k rollouts take
       # ~30 s, and 4,185 demonstrations over 240 updates are < 1 epoch).
       max_train=0,

@@ -121,26 +121,15 @@ def _index(c) -> Stage:
 
 def _tasks(c) -> Stage:
   t = c.tasks
-  if t.source == 'synthesis':
-    return Stage(
-        name='tasks',
-        module='search_agent.synthesis.run',
-        config=t.synthesis_config,
-        # Only when set: earlier runs' tasks stage stays reusable.
-        overrides={
-            **({'rl_fraction': t.rl_fraction} if t.rl_fraction else {}),
-            **({'controller.keep_lookups': True} if t.keep_lookups else {}),
-        },
-        issue='13',
-    )
-  if t.source != 'lookup':
-    raise PlanError(f'tasks.source {t.source!r}: use synthesis or lookup')
-  if t.rl_fraction:
-    raise PlanError('tasks.rl_fraction needs tasks.source=synthesis')
   return Stage(
       name='tasks',
-      module='search_agent.pipeline.lookup_tasks',
-      flags={'heldout': t.heldout, 'max_train': t.max_train},
+      module='search_agent.synthesis.run',
+      config=t.synthesis_config,
+      # Only when set: earlier runs' tasks stage stays reusable.
+      overrides={
+          **({'rl_fraction': t.rl_fraction} if t.rl_fraction else {}),
+          **({'controller.keep_lookups': True} if t.keep_lookups else {}),
+      },
   )
 
 
@@ -217,7 +206,6 @@ def _pretrain(c) -> Stage:
           'eval_every': max(1, p.updates // 4),
           **_extra(p.extra),
       },
-      issue='14 (SFT pretraining mode)',
   )
 
 
@@ -411,7 +399,6 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
       module='search_agent.train.rl.run',
       config=r.config,
       overrides=overrides,
-      issue='11',
   )
 
 

@@ -30,8 +30,6 @@ def _config(**stage_args):
   c.stages = FRONT
   c.base.path = ''  # train the small tokenizer below, not the shipped one
   c.model.dims = ()  # the 2-layer model: quicker than the base's 4 layers
-  c.tasks.source = 'lookup'  # the quick task source; synthesis has its tests
-  c.tasks.heldout = 4
   c.tasks.max_train = 12
   c.tokenizer.vocab_size = 1024
   c.split.min_val = 2
@@ -73,16 +71,16 @@ def test_order_is_checked():
 def test_a_missing_module_stops_the_run_before_any_stage(tmp_path):
   c = pipeline_config.get_config('tiny')
   c.stages = ('index', 'tasks')
-  missing = Stage(name='later', module='search_agent.not_landed', issue='99')
-  with pytest.raises(stages_lib.MissingStageError, match='not_landed.*99'):
+  missing = Stage(name='later', module='search_agent.no_such_module')
+  with pytest.raises(stages_lib.StageError, match='no_such_module'):
     runner.run(plan.build(c) + [missing], str(tmp_path), console=print)
   assert not os.path.exists(tmp_path / 'index')
 
 
 def test_a_missing_config_variant_is_named(tmp_path):
   s = Stage(name='p', module='search_agent.train.sft',
-            config='tpu_configs/sft.py:no_such_variant', issue='x')  # fmt: skip
-  with pytest.raises(stages_lib.MissingStageError, match='no_such_variant'):
+            config='tpu_configs/sft.py:no_such_variant')  # fmt: skip
+  with pytest.raises(stages_lib.StageError, match='no_such_variant'):
     runner.run([s], str(tmp_path), console=lambda _: None)
 
 
@@ -98,7 +96,7 @@ def test_front_stages_run_then_reuse_then_rerun_downstream(tmp_path):
   trajs = (tmp_path / 'collect' / 'trajectories.jsonl').read_text()
   assert len(trajs.splitlines()) == 12 * 3
   tasks = (tmp_path / 'tasks' / 'tasks.train.jsonl').read_text().splitlines()
-  task_ids = [json.loads(l)['id'] for l in tasks]
+  task_ids = [json.loads(l)['id'] for l in tasks[:12]]  # collect's limit
   # In task order, whichever rollout finished first (filtering keeps firsts).
   assert [json.loads(l)['id'] for l in trajs.splitlines()] == [
       f'{t}#{k}' for t in task_ids for k in range(3)
@@ -493,9 +491,6 @@ def test_rl_draws_from_the_rl_split_when_synthesis_writes_one():
     assert stages[name].overrides['tasks_path'] == '{tasks}/tasks.rl.jsonl'
   held = stages['eval_after_rl'].overrides['dataset.path']
   assert held == '{tasks}/tasks.heldout.jsonl'
-  c.tasks.source = 'lookup'
-  with pytest.raises(plan.PlanError, match='rl_fraction'):
-    plan.build(c)
 
 
 def test_learn_checks_rl_on_the_tasks_it_trained_on():
