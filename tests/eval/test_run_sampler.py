@@ -7,8 +7,8 @@ import sys
 import httpx
 import pytest
 
-from eval import results
 from search_agent.agent import trajectory
+from search_agent.evaluation import results
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from eval import metrics
+from search_agent.evaluation import metrics
 
 
 def test_wilson_interval_by_hand():

@@ -18,22 +18,22 @@ import os
 import pathlib
 from typing import Any, Callable, Mapping
 
-from eval import browsecomp_plus
-from eval import datasets
-from eval import doc_ids
-from eval import failures
-from eval import grading
-from eval import manifest as manifest_lib
-from eval import metrics
-from eval import report as report_lib
-from eval import results
-from eval import rollouts
 from search_agent.agent import budgets
 from search_agent.agent import mas as mas_lib
 from search_agent.agent import react
 from search_agent.agent import runner
 from search_agent.agent import task as task_lib
 from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.evaluation import browsecomp_plus
+from search_agent.evaluation import datasets
+from search_agent.evaluation import doc_ids
+from search_agent.evaluation import failures
+from search_agent.evaluation import grading
+from search_agent.evaluation import manifest as manifest_lib
+from search_agent.evaluation import metrics
+from search_agent.evaluation import report as report_lib
+from search_agent.evaluation import results
+from search_agent.evaluation import rollouts
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 

@@ -20,8 +20,8 @@ import json
 import os
 from typing import Any, Iterator
 
-from eval import decryption
 from search_agent.agent import task as task_lib
+from search_agent.evaluation import decryption
 from search_agent.search import trec
 
 FORMATS = ('browsecomp', 'xbench', 'browsecomp_plus', 'tasks')

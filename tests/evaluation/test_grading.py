@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from eval import grading
 from search_agent.agent import task as task_lib
+from search_agent.evaluation import grading
 from search_agent.llm import protocol
 from search_agent.llm import scripted
 from search_agent.llm.prompts import prompt as prompt_lib

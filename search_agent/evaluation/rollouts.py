@@ -18,12 +18,12 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from absl import logging
 
-from eval import failures
-from eval import grading
-from eval import results
 from search_agent.agent import runner
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
+from search_agent.evaluation import failures
+from search_agent.evaluation import grading
+from search_agent.evaluation import results
 
 RunOne = Callable[[task_lib.Task, str], Awaitable[trajectory.Trajectory]]
 GradeOne = Callable[[trajectory.Trajectory], Awaitable[dict[str, Any]]]

@@ -13,7 +13,7 @@ import hashlib
 import pathlib
 from typing import Any, Mapping
 
-from eval import graders
+from search_agent.evaluation import graders
 from search_agent.llm.prompts import prompt as prompt_lib
 
 

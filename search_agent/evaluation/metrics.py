@@ -29,8 +29,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from eval import evidence
 from search_agent import intervals
+from search_agent.evaluation import evidence
 
 Record = dict[str, Any]
 

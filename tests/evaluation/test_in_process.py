@@ -7,7 +7,7 @@ test_run_sampler.py.
 
 import pytest
 
-from eval import in_process
+from search_agent.evaluation import in_process
 from search_agent.model import checkpoint_params
 
 pytestmark = pytest.mark.maxtext  # in_process imports the model package

@@ -9,16 +9,16 @@ from typing import Any, Iterator, Mapping
 
 from absl import logging
 
-from eval import datasets
-from eval import grading
-from eval import harness
-from eval import toolboxes
 from search_agent.agent import budgets
 from search_agent.agent import managed_context
 from search_agent.agent import mas
 from search_agent.agent import react
 from search_agent.agent import task as task_lib
 from search_agent.corpus import sources
+from search_agent.evaluation import datasets
+from search_agent.evaluation import grading
+from search_agent.evaluation import harness
+from search_agent.evaluation import toolboxes
 from search_agent.llm import protocol
 from search_agent.llm import registry
 from search_agent.llm.prompts import prompt as prompt_lib
@@ -106,7 +106,8 @@ def llm(
     if sampler is None:
       raise EvalSetupError("kind 'sampler' is for the policy only")
     # Imported here: it loads JAX and MaxText, which other kinds never need.
-    from eval import in_process  # pylint: disable=g-import-not-at-top
+    # pylint: disable-next=g-import-not-at-top
+    from search_agent.evaluation import in_process
 
     return in_process.build(_dict(sampler), d.get('name', ''))
   config = registry.from_dict(d)

@@ -16,7 +16,7 @@ import copy
 import os
 from typing import Any, Iterator
 
-from eval.toolboxes import EvalSetupError
+from search_agent.evaluation.toolboxes import EvalSetupError
 from search_agent.serving import local
 
 SERVED = 'served'

@@ -2,11 +2,11 @@
 
 import asyncio
 
-from eval import config as config_lib
-from eval import datasets
-from eval import harness
 from search_agent.agent import budgets
 from search_agent.agent import react
+from search_agent.evaluation import config as config_lib
+from search_agent.evaluation import datasets
+from search_agent.evaluation import harness
 from search_agent.llm import scripted
 
 CALL = '<tool_call>{"name": "search", "arguments": {"query": ["Teutberga"]}}</tool_call>'

@@ -4,7 +4,7 @@
 e.g. search+visit or search+open+find); 'browsecomp_plus' is the
 benchmark's own `search` (k = `search.top_k`, snippets = the first
 `search.snippet_max_tokens` tokens of the document, Qwen3 tokenizer) and
-`get_document` (eval/browsecomp_plus_tools.py).
+`get_document` (browsecomp_plus_tools.py).
 """
 
 import contextlib
@@ -15,10 +15,10 @@ from typing import Any, Iterator, Mapping
 
 from absl import logging
 
-from eval import browsecomp_plus_tools as bcp_tools
 from search_agent.agent import task as task_lib
 from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.corpus import sources
+from search_agent.evaluation import browsecomp_plus_tools as bcp_tools
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import client as client_lib

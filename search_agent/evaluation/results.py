@@ -29,13 +29,13 @@ import os
 import re
 from typing import Any, Iterator, Mapping
 
-from eval import decryption
-from eval import doc_ids
-from eval import evidence
-from eval import failures
-from eval import grading
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
+from search_agent.evaluation import decryption
+from search_agent.evaluation import doc_ids
+from search_agent.evaluation import evidence
+from search_agent.evaluation import failures
+from search_agent.evaluation import grading
 from search_agent.search import guard
 
 _GUARD = guard.LeakageGuard()

@@ -23,9 +23,9 @@ import json
 import pathlib
 from typing import Any, Mapping, Sequence
 
-from eval import metrics
-from eval import results
 from search_agent.agent import trajectory
+from search_agent.evaluation import metrics
+from search_agent.evaluation import results
 
 SUMMARY = 'evaluation_summary.json'
 DETAILS = 'detailed_judge_results.csv'

@@ -8,8 +8,8 @@ import hashlib
 
 import pytest
 
-from eval import datasets
-from eval import decryption
+from search_agent.evaluation import datasets
+from search_agent.evaluation import decryption
 
 # SHA-256 of the decrypted answer and question of xbench row id=1.
 XBENCH_1_ANSWER = (

@@ -5,10 +5,10 @@ import importlib.util
 
 import pytest
 
-from eval import config as config_lib
-from eval import harness
 from search_agent.agent import budgets
 from search_agent.agent import managed_context
+from search_agent.evaluation import config as config_lib
+from search_agent.evaluation import harness
 from search_agent.llm.prompts import prompt as prompt_lib
 
 
@@ -127,7 +127,8 @@ def test_sampler_policy_needs_agent_limits_within_the_sampler(config_module):
 def test_served_server_takes_the_sampler_sections_model_and_limits(
     config_module,
 ):
-  from eval import served  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from search_agent.evaluation import served
 
   c = config_module.get_config('tiny')
   c.policy.kind = 'served'

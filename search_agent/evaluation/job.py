@@ -7,9 +7,9 @@ would define twice).
 
 import asyncio
 
-from eval import config as config_lib
-from eval import harness
-from eval import served
+from search_agent.evaluation import config as config_lib
+from search_agent.evaluation import harness
+from search_agent.evaluation import served
 
 
 def run_config(c, workdir: str):

@@ -6,7 +6,8 @@ The real corpus (100k pages) and its decrypted queries are not bundled: a
 corpus in its JSONL format is made from the bundled 2Wiki pages (numeric
 docids), the queries from the demo tasks, the qrels from their evidence.
 Policy and judge are a real local HTTP server; the eval is the binary's own
-code path (`eval.evaluation.run_config` on the `browsecomp_plus` config variant).
+code path (`evaluation.job.run_config` on the `browsecomp_plus` config
+variant).
 """
 
 import asyncio
@@ -18,13 +19,13 @@ import re
 
 import pytest
 
-from eval import browsecomp_plus
-from eval import browsecomp_plus_tools as bcp_tools
-from eval import evaluation
-from eval import results
 from search_agent.agent import trajectory
 from search_agent.corpus import twowiki
 from search_agent.corpus.sources import CorpusSpec
+from search_agent.evaluation import browsecomp_plus
+from search_agent.evaluation import browsecomp_plus_tools as bcp_tools
+from search_agent.evaluation import job
+from search_agent.evaluation import results
 from search_agent.search import trec
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.search.tantivy_build import build_tantivy_index
@@ -150,7 +151,7 @@ def test_end_to_end(bcp, tmp_path, repo_root):
     c[role].openai.update(base_url=server.base_url, model=f'{role}-m',
                           backoff_s=0.01)  # fmt: skip
   with server.running():
-    report = evaluation.run_config(c, str(tmp_path))
+    report = job.run_config(c, str(tmp_path))
   s = report['summary']
   assert s['pass_at_1_strict'] == 0.25 and s['questions'] == 4
   # Its judge sampling: temperature 0.7, top-p 0.8, top-k 20, no thinking.

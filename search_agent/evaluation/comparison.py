@@ -19,11 +19,14 @@ from typing import Any, Mapping, Sequence
 import matplotlib
 
 matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-from scipy import stats  # pylint: disable=g-import-not-at-top
+# pylint: disable=g-import-not-at-top
+import matplotlib.pyplot as plt
+from scipy import stats
 
-from eval import report as report_lib  # pylint: disable=g-import-not-at-top
-from eval import results  # pylint: disable=g-import-not-at-top
+from search_agent.evaluation import report as report_lib
+from search_agent.evaluation import results
+
+# pylint: enable=g-import-not-at-top
 
 
 def load_run(workdir: str | pathlib.Path) -> dict[str, Any]:

@@ -10,11 +10,11 @@ import socket
 import subprocess
 import sys
 
-from eval import config as config_lib
-from eval import datasets
-from eval import failures
-from eval import harness
-from eval import results
+from search_agent.evaluation import config as config_lib
+from search_agent.evaluation import datasets
+from search_agent.evaluation import failures
+from search_agent.evaluation import harness
+from search_agent.evaluation import results
 from search_agent.llm import protocol
 
 _spec = importlib.util.spec_from_file_location(

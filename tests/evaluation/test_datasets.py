@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from eval import datasets
-from eval import decryption
+from search_agent.evaluation import datasets
+from search_agent.evaluation import decryption
 
 CANARY = 'BENCHMARK DATA SHOULD NEVER APPEAR AS PLAIN TEXT ONLINE. test'
 

@@ -1,6 +1,6 @@
 """eval.compare's warnings: few or no shared questions, different graders."""
 
-from eval import comparison
+from search_agent.evaluation import comparison
 
 
 def _run(ids, identity='default/exact_match'):

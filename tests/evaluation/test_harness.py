@@ -6,15 +6,15 @@ import importlib.util
 import json
 import pathlib
 
-from eval import comparison
-from eval import config as config_lib
-from eval import datasets
-from eval import grading
-from eval import harness
-from eval import results
 from search_agent.agent import budgets
 from search_agent.agent import managed_context
 from search_agent.agent import react
+from search_agent.evaluation import comparison
+from search_agent.evaluation import config as config_lib
+from search_agent.evaluation import datasets
+from search_agent.evaluation import grading
+from search_agent.evaluation import harness
+from search_agent.evaluation import results
 from search_agent.llm import openai_client
 from search_agent.llm import protocol
 from search_agent.llm import registry

@@ -5,10 +5,10 @@ import hashlib
 
 import pytest
 
-from eval import graders
-from eval import grading
-from eval import manifest
 from search_agent.agent import task as task_lib
+from search_agent.evaluation import graders
+from search_agent.evaluation import grading
+from search_agent.evaluation import manifest
 from search_agent.llm import scripted
 from search_agent.llm.prompts import prompt as prompt_lib
 

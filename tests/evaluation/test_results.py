@@ -2,11 +2,11 @@
 
 import dataclasses
 
-from eval import grading
-from eval import results
 from search_agent.agent import runner
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
+from search_agent.evaluation import grading
+from search_agent.evaluation import results
 
 HF = 'https://huggingface.co/datasets/openai/browsecomp'
 

@@ -27,8 +27,8 @@ import asyncio
 import dataclasses
 import re
 
-from eval import graders
 from search_agent.agent import task as task_lib
+from search_agent.evaluation import graders
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.rewards import answer_match
