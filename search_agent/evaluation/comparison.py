@@ -21,8 +21,8 @@ import matplotlib
 matplotlib.use('Agg')
 # pylint: disable=g-import-not-at-top
 import matplotlib.pyplot as plt
-from scipy import stats
 
+from search_agent import stats
 from search_agent.evaluation import report as report_lib
 from search_agent.evaluation import results
 
@@ -50,14 +50,13 @@ def paired(
   only_a = sum(a[t]['correct'] and not b[t]['correct'] for t in common)
   only_b = sum(b[t]['correct'] and not a[t]['correct'] for t in common)
   discordant = only_a + only_b
-  p = stats.binomtest(only_a, discordant, 0.5).pvalue if discordant else 1.0
   return {
       'questions': len(common),
       'both_correct': both,
       'only_a': only_a,
       'only_b': only_b,
       'neither': len(common) - both - discordant,
-      'mcnemar_p': float(p),
+      'mcnemar_p': stats.mcnemar_p(only_a, only_b),
   }
 
 

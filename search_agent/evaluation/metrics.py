@@ -29,13 +29,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from search_agent import intervals
+from search_agent import stats
 from search_agent.evaluation import evidence
 
 Record = dict[str, Any]
 
 
-wilson_interval = intervals.wilson
+wilson_interval = stats.wilson
 
 
 def calibration(records: Sequence[Record], bins: int = 10) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from search_agent.pipeline import report
 from search_agent.pipeline import report_md
 from search_agent.pipeline import runner
 from search_agent.pipeline import stages as stages_lib
-from search_agent.pipeline import stats
 from search_agent.search import schemas as tool_schemas
 from search_agent.train.rl import local_servers
 from search_agent.train.rl import setup as rl_setup
@@ -130,19 +129,6 @@ def test_a_failing_stage_is_recorded_and_raises(tmp_path):
   rec = json.loads((tmp_path / 'stages.json').read_text())['bad']
   assert rec['status'] == 'failed'
   assert os.path.exists(rec['log'])
-
-
-def test_wilson_and_mcnemar():
-  lo, hi = stats.wilson(0, 100)
-  assert lo == 0.0 and hi == pytest.approx(0.037, abs=1e-3)
-  lo, hi = stats.wilson(30, 100)
-  assert (lo, hi) == pytest.approx((0.219, 0.396), abs=1e-3)
-  before = {str(i): False for i in range(20)}
-  after = {str(i): i < 10 for i in range(20)}
-  m = stats.mcnemar(before, after)
-  assert (m['gained'], m['lost']) == (10, 0)
-  assert m['p_value'] == pytest.approx(2 / 2**10)
-  assert stats.mcnemar(after, after)['p_value'] == 1.0
 
 
 def _fake_eval(d, correct):

@@ -2,9 +2,9 @@
 
 import json
 
+from search_agent import stats
 from search_agent.pipeline import report
 from search_agent.pipeline import report_md
-from search_agent.pipeline import stats
 from search_agent.pipeline import verdict
 
 
