@@ -23,7 +23,7 @@ from search_agent.agent import mas as mas_lib
 from search_agent.agent import react
 from search_agent.agent import runner
 from search_agent.agent import task as task_lib
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.evaluation import browsecomp_plus
 from search_agent.evaluation import datasets
 from search_agent.evaluation import doc_ids

@@ -19,8 +19,8 @@ from typing import Any, Mapping
 
 import jax
 
-from search_agent.agent import chat_prompts
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import chat_prompts
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import sampler_client
 from search_agent.model import checkpoint_params
 from search_agent.model import families

@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping
 from absl import logging
 
 from search_agent.agent import task as task_lib
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.corpus import sources
 from search_agent.evaluation import browsecomp_plus_tools as bcp_tools
 from search_agent.llm import protocol

@@ -24,8 +24,8 @@ import json
 import re
 import zlib
 
-from search_agent.agent import toolcall
 from search_agent.agent import trajectory
+from search_agent.chat import toolcall
 from search_agent.filtering import stage
 
 

@@ -13,7 +13,7 @@ import json
 from absl import app
 from absl import flags
 
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.corpus import twowiki
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')

@@ -33,8 +33,8 @@ import numpy as np
 from search_agent import paths
 from search_agent.agent import chatml
 from search_agent.agent import context as context_lib
-from search_agent.agent import renderer as renderer_lib
 from search_agent.agent import trajectory as trajectory_lib
+from search_agent.chat import renderer as renderer_lib
 
 _PARSERS = {
     'trajectory': trajectory_lib.Trajectory.from_json,

@@ -12,7 +12,7 @@ from search_agent.model import checkpoint_params
 
 pytestmark = pytest.mark.maxtext  # in_process imports the model package
 
-GOLDEN_TOKENIZER = 'tests/agent/golden/tiny_tokenizer'
+GOLDEN_TOKENIZER = 'tests/chat/golden/tiny_tokenizer'
 
 
 def test_missing_checkpoint_dir(tmp_path):

@@ -33,7 +33,7 @@ from search_agent.train.sft import trainer
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
-TOKENIZER = 'tests/agent/golden/tiny_tokenizer'
+TOKENIZER = 'tests/chat/golden/tiny_tokenizer'
 # Equal lengths: one compile of the full forward for both.
 PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [100, 200, 300, 400, 500, 600, 700]]
 

@@ -8,9 +8,9 @@ the one renderer with the generation prompt appended.
 
 from typing import Sequence
 
-from search_agent.agent import messages as messages_lib
-from search_agent.agent import renderer
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import messages as messages_lib
+from search_agent.chat import renderer
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 
 

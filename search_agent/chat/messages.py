@@ -8,11 +8,11 @@ adapter renders them with the renderer).
 
 import json
 
-from search_agent.agent import trajectory
+from search_agent.chat import turns
 from search_agent.llm import protocol
 
 
-def to_message(turn: trajectory.Turn) -> protocol.Message:
+def to_message(turn: turns.Turn) -> protocol.Message:
   """A Turn as a protocol message (reasoning and tool name when present)."""
   m: protocol.Message = {'role': turn.role, 'content': turn.content}
   if turn.reasoning:
@@ -27,15 +27,13 @@ def to_message(turn: trajectory.Turn) -> protocol.Message:
   return m
 
 
-def to_turn(m: protocol.Message) -> trajectory.Turn:
+def to_turn(m: protocol.Message) -> turns.Turn:
   """A protocol message as a Turn."""
   calls = tuple(
-      trajectory.ToolCall(
-          name=c['name'], arguments=dict(c.get('arguments', {}))
-      )
+      turns.ToolCall(name=c['name'], arguments=dict(c.get('arguments', {})))
       for c in m.get('tool_calls', ())
   )
-  return trajectory.Turn(
+  return turns.Turn(
       role=m['role'],
       content=m.get('content', ''),
       reasoning=m.get('reasoning', ''),

@@ -1,7 +1,7 @@
 """Turn <-> message conversion."""
 
-from search_agent.agent import messages
 from search_agent.agent import trajectory
+from search_agent.chat import messages
 
 
 def test_to_message_keeps_reasoning_name_and_calls():

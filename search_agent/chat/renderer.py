@@ -36,9 +36,9 @@ separator, and system/user/tool tokens never do.
 import dataclasses
 from typing import Sequence
 
-from search_agent.agent import chat_template
-from search_agent.agent import tokenizer as tokenizer_lib
-from search_agent.agent import trajectory
+from search_agent.chat import chat_template
+from search_agent.chat import tokenizer as tokenizer_lib
+from search_agent.chat import turns
 
 # Re-exported, so that callers need only this module.
 ChatTemplate = chat_template.ChatTemplate
@@ -92,14 +92,14 @@ class RenderedSequence:
 
 
 def _group(
-    messages: Sequence[trajectory.Turn], template: chat_template.ChatTemplate
+    messages: Sequence[turns.Turn], template: chat_template.ChatTemplate
 ) -> list[list[int]]:
   """Message indices grouped into turns (merged tool runs share one)."""
   groups: list[list[int]] = []
   for i, m in enumerate(messages):
-    if m.role not in trajectory.ROLES:
+    if m.role not in turns.ROLES:
       raise RenderError(
-          f'messages[{i}].role {m.role!r} is not one of {trajectory.ROLES}'
+          f'messages[{i}].role {m.role!r} is not one of {turns.ROLES}'
       )
     merge = (
         template.merge_tool_turns
@@ -125,7 +125,7 @@ class _Segment:
 
 
 def _segments(
-    messages: Sequence[trajectory.Turn],
+    messages: Sequence[turns.Turn],
     template: chat_template.ChatTemplate,
     add_generation_prompt: bool,
 ) -> list[_Segment]:
@@ -160,7 +160,7 @@ def _segments(
 
 
 def render(
-    messages: Sequence[trajectory.Turn],
+    messages: Sequence[turns.Turn],
     tokenizer: tokenizer_lib.Tokenizer,
     *,
     add_generation_prompt: bool = False,
@@ -206,7 +206,7 @@ def render(
 
 
 def render_text(
-    messages: Sequence[trajectory.Turn],
+    messages: Sequence[turns.Turn],
     *,
     add_generation_prompt: bool = False,
     template: chat_template.ChatTemplate = chat_template.CHATML,
@@ -218,7 +218,7 @@ def render_text(
 
 
 def render_after_assistant(
-    messages: Sequence[trajectory.Turn],
+    messages: Sequence[turns.Turn],
     tokenizer: tokenizer_lib.Tokenizer,
     *,
     start: int,

@@ -1,6 +1,6 @@
-"""Regenerates the golden fixtures of tests/agent/test_renderer.py.
+"""Regenerates the golden fixtures of tests/chat/test_renderer.py.
 
-  .venv/bin/python tests/agent/golden/regenerate.py
+  .venv/bin/python tests/chat/golden/regenerate.py
 
 Writes tiny_tokenizer/ (train_tiny_tokenizer on the bundled 2Wiki corpus,
 vocab 4096, with the chatml template as its jinja chat template) and
@@ -18,9 +18,10 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from search_agent.agent import renderer
-from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.agent import trajectory
+from search_agent.chat import renderer
+from search_agent.chat import tokenizer as tokenizer_lib
+from search_agent.chat import turns
 from search_agent.corpus import twowiki
 
 

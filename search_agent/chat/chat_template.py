@@ -16,7 +16,7 @@ prefix-stable: Qwen3 drops the reasoning of assistant turns that precede the
 last user query and writes an empty `<think>` block on a last assistant turn
 without reasoning; 'qwen3' keeps all reasoning and writes a think block only
 when there is reasoning. In an agent run (one question, then tool turns) the
-two agree token for token (tests/agent/test_renderer.py).
+two agree token for token (tests/chat/test_renderer.py).
 
 `to_jinja` exports a template as an HF jinja chat template, so a tokenizer
 served by an OpenAI-compatible server renders the same text.
@@ -25,7 +25,7 @@ served by an OpenAI-compatible server renders the same text.
 import dataclasses
 import json
 
-from search_agent.agent import trajectory
+from search_agent.chat import turns
 
 
 class TemplateError(ValueError):
@@ -91,7 +91,7 @@ def get_template(name: str) -> ChatTemplate:
   return TEMPLATES[name]
 
 
-def assistant_body(turn: trajectory.Turn, template: ChatTemplate) -> str:
+def assistant_body(turn: turns.Turn, template: ChatTemplate) -> str:
   """The text of an assistant turn between its header and `turn_end`."""
   body = ''
   if turn.reasoning:

@@ -1,4 +1,4 @@
-"""Tests of search_agent.agent.renderer: token-exact, prefix-stable rendering."""
+"""Tests of search_agent.chat.renderer: token-exact, prefix-stable rendering."""
 
 import dataclasses
 import json
@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 import pytest
 import transformers
 
-from search_agent.agent import chat_template
 from search_agent.agent import chatml
-from search_agent.agent import renderer
-from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.agent import trajectory
 from search_agent.agent.trajectory import ToolCall
 from search_agent.agent.trajectory import Turn
+from search_agent.chat import chat_template
+from search_agent.chat import renderer
+from search_agent.chat import tokenizer as tokenizer_lib
 
 GOLDEN = pathlib.Path(__file__).parent / 'golden'
 MESSAGES = trajectory.Trajectory.from_json(

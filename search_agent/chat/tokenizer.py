@@ -11,7 +11,7 @@ The tiny tokenizer (`train_tiny_tokenizer`) is trained locally on the bundled
 2WikiMultihopQA corpus (`corpus.twowiki.read_2wiki()`), with no download. It
 has the chat-format tokens: control tokens CONTROL_TOKENS (ids 0..2) and
 marker tokens MARKER_TOKENS (the last ids). The trained fixture lives in
-tests/agent/golden/tiny_tokenizer/. This module does not import maxtext.
+tests/chat/golden/tiny_tokenizer/. This module does not import maxtext.
 """
 
 import importlib.util

@@ -1,11 +1,11 @@
-"""Tests of search_agent.agent.tokenizer: tiny BPE training and HF loading."""
+"""Tests of search_agent.chat.tokenizer: tiny BPE training and HF loading."""
 
 import json
 import pathlib
 
 import pytest
 
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.corpus import twowiki
 
 GOLDEN = pathlib.Path(__file__).parent / 'golden' / 'tiny_tokenizer'

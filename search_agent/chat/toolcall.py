@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Collection
 
-from search_agent.agent import trajectory
+from search_agent.chat import turns
 
 THINK_OPEN, THINK_CLOSE = '<think>', '</think>'
 CALL_OPEN, CALL_CLOSE = '<tool_call>', '</tool_call>'
@@ -86,7 +86,7 @@ class ParsedAssistant:
 
   reasoning: str
   content: str
-  tool_calls: tuple[trajectory.ToolCall, ...]
+  tool_calls: tuple[turns.ToolCall, ...]
   answer: str | None
   errors: tuple[ParseError, ...]
 
@@ -138,7 +138,7 @@ def split_reasoning(text: str) -> tuple[str, str, ParseError | None]:
 
 def parse_tool_call(
     block: str, tool_names: Collection[str] | None = None
-) -> trajectory.ToolCall | ParseError:
+) -> turns.ToolCall | ParseError:
   """Parses the JSON inside one `<tool_call>` block.
 
   Args:
@@ -181,7 +181,7 @@ def parse_tool_call(
         block,
         name,
     )
-  return trajectory.ToolCall(
+  return turns.ToolCall(
       name=name, arguments=arguments, call_id=str(obj.get('id', ''))
   )
 
@@ -198,7 +198,7 @@ def _arguments(raw: Any) -> dict[str, Any] | None:
 
 def parse_content(
     content: str, tool_names: Collection[str] | None = None
-) -> tuple[list[trajectory.ToolCall], str | None, list[ParseError]]:
+) -> tuple[list[turns.ToolCall], str | None, list[ParseError]]:
   """Finds tool calls and the answer in visible (non-reasoning) text."""
   calls, errors = [], []
   for match in _BLOCK_RE.finditer(content):

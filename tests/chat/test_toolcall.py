@@ -1,10 +1,10 @@
-"""Tests for search_agent.agent.toolcall."""
+"""Tests for search_agent.chat.toolcall."""
 
 from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 
-from search_agent.agent import toolcall
+from search_agent.chat import toolcall
 
 TOOLS = ('search', 'visit')
 
