@@ -221,9 +221,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # pretrain stage runs; `extra` any others.
   c.sft = dict(
       config='tpu_configs/sft.py:tiny',
-      # `tiny`: 450, from the shipped base: 600 reached 21/100 held out but
-      # the main job then took 26 minutes on 2 shared cores
-      # (docs/experiments/main-job.md).
+      # `tiny`: 450 from the shipped base, so that the main job fits its
+      # budget on 2 CPU cores (docs/experiments/main-job.md).
       updates=1200 if learn else 450,
       # Packed rows of 2,048 tokens (a compact demonstration is ~420).
       seq_len=2048,
@@ -288,8 +287,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # from them. A group-relative advantage is zero when a group is all right
   # or all wrong, and from a weak policy most groups over all train tasks
   # are all wrong. The seed leaves the pool's selection open
-  # (docs/decisions.md). Off by default: `--config.rl_pool.enabled`; it gave
-  # RL more groups with an advantage, not held-out pass@1
+  # (docs/decisions.md). Off by default: `--config.rl_pool.enabled`
   # (docs/experiments/learning-signal.md).
   c.rl_pool = dict(
       enabled=False,
