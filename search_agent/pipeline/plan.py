@@ -9,7 +9,6 @@ the same prompt and observations.
 
 import dataclasses
 import functools
-import importlib.util
 import os
 from typing import Any, Callable, Mapping
 
@@ -56,57 +55,21 @@ def _extra(entries) -> dict[str, str]:
 
 
 def env_of(c) -> environment.Environment:
-  """The environment of every stage.
+  """The environment of every stage: the config's one `env` section.
 
-  When RL runs, its config decides what can differ from the recipe: without
-  the compact fields (tool_text, snippet_words) every stage uses the tool
-  schemas and 48-word snippets; when its tool list cannot be overridden from
-  the command line, every stage offers RL's tools. Either way SFT, eval and
-  RL see one prompt format.
+  Collection, every eval and RL get it as their own flags or overrides
+  (environment.py), so SFT, eval and RL see one prompt format; the plan
+  never reads another binary's config to decide it.
   """
   e = c.env
-  rl = rl_support(c.rl.config) if 'rl' in c.stages else None
-  compact = rl is None or rl.compact
-  tools = tuple(e.tools) if rl is None or rl.tools is None else rl.tools
   return environment.Environment(
       index_dir='{index}/index',
-      tools=tools,
+      tools=tuple(e.tools),
       top_k=e.top_k,
-      snippet_words=e.snippet_words if compact else 0,
+      snippet_words=e.snippet_words,
       system_prompt=e.system_prompt,
-      tool_text=e.tool_text if compact else 'json',
+      tool_text=e.tool_text,
   )
-
-
-@dataclasses.dataclass(frozen=True)
-class RLSupport:
-  """What the RL config lets the pipeline set.
-
-  Attributes:
-    compact: It has rollout.tool_text and search.snippet_words.
-    tools: Its fixed tool list when search.tools cannot be overridden on
-      the command line (a list field), else None.
-  """
-
-  compact: bool
-  tools: tuple[str, ...] | None
-
-
-@functools.lru_cache(maxsize=None)
-def rl_support(config: str) -> RLSupport:
-  """Reads the RL config variant (no RL config: nothing is supported)."""
-  path, _, variant = config.partition(':')
-  if not os.path.isfile(path):
-    return RLSupport(compact=False, tools=None)
-  spec = importlib.util.spec_from_file_location('_pipeline_rl_config', path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  rc = module.get_config(variant or None).to_dict()
-  rollout, search = rc.get('rollout', {}), rc.get('search', {})
-  compact = 'tool_text' in rollout and 'snippet_words' in search
-  tools = search.get('tools')
-  fixed = tuple(tools) if isinstance(tools, list) else None
-  return RLSupport(compact=compact, tools=fixed)
 
 
 def _index(c) -> Stage:
@@ -214,13 +177,8 @@ def _collect(c) -> Stage:
   flags = {
       'tasks': '{tasks}/tasks.train.jsonl',
       'limit': c.tasks.max_train,
-      'index_dir': env.index_dir,
+      **env.collect_flags(),
       'rollouts': t.rollouts,
-      'tools': ','.join(env.tools),
-      'top_k': env.top_k,
-      'snippet_words': env.snippet_words,
-      'system_prompt': env.system_prompt,
-      'tool_text': env.tool_text,
       'max_steps': t.max_steps,
       'teacher': t.kind,
       'visit': t.visit,
@@ -374,10 +332,7 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
       'init.sft_workdir': init,
       'tokenizer.path': '{tokenizer}/tokenizer.json',
       'tokenizer.chat_template': 'chatml',
-      'search.index_dir': env.index_dir,
-      'search.tools': tuple(env.tools),
-      'search.top_k': env.top_k,
-      'rollout.system_prompt': env.system_prompt,
+      **env.rl_overrides(),
       'rollout.max_agent_steps': e.max_steps,
       'rollout.max_tokens_per_call': e.max_new_tokens,
       'sampler.max_new_tokens': e.max_new_tokens,
@@ -387,12 +342,6 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
     overrides['rollout.local_servers.count'] = r.servers
   elif r.policy != 'in_process':
     raise PlanError(f'rl.policy {r.policy!r}: use in_process or server')
-  support = rl_support(r.config)
-  if support.tools is not None:
-    del overrides['search.tools']  # a list field: env_of offers RL's tools
-  if support.compact:
-    overrides['rollout.tool_text'] = env.tool_text
-    overrides['search.snippet_words'] = env.snippet_words
   overrides.update(extra)
   return Stage(
       name=name,

@@ -242,47 +242,35 @@ def test_model_stages_pulse_into_the_report(tmp_path, monkeypatch):
   assert os.path.exists(rep['plots']['stages'])
 
 
-_RL_CONFIG = """
-import ml_collections
-def get_config(arg=None):
-  c = ml_collections.ConfigDict()
-  c.rollout = ml_collections.ConfigDict(dict(system_prompt=''{compact}))
-  c.search = ml_collections.ConfigDict(dict(tools={tools}, top_k=3{snippets}))
-  return c
-"""
-
-
-def _rl_config(path, compact: bool, tools: str):
-  path.write_text(
-      _RL_CONFIG.format(
-          compact=", tool_text='json'" if compact else '',
-          snippets=', snippet_words=0' if compact else '',
-          tools=tools,
-      )
-  )
-  return f'{path}:tiny'
-
-
-def test_one_prompt_format_for_every_stage(tmp_path):
+def test_one_environment_for_every_stage(tmp_path):
+  """Collection, evals and RL get the `env` section, each in its own
+  spelling; the plan never executes the RL config to decide it."""
   c = pipeline_config.get_config('tiny')
-  c.stages = ('index', 'tasks', 'tokenizer', 'collect', 'eval_after_sft')
-  assert plan.env_of(c).tool_text == 'signature'
-  # RL runs but its config cannot take the compact settings, and its tool
-  # list is a list field (not overridable): every stage falls back to the
-  # schemas and RL's tools, so the prompts still agree.
-  c.stages = c.stages + ('sft', 'rl')
-  c.rl.config = _rl_config(tmp_path / 'a.py', False, "['search', 'visit']")
+  c.env.tools = ('search', 'visit')
+  c.env.snippet_words = 30
+  broken = tmp_path / 'rl_cfg.py'
+  broken.write_text("raise RuntimeError('executed')\n'tiny'\n")
+  c.rl.config = f'{broken}:tiny'
   env = plan.env_of(c)
-  assert (env.tool_text, env.tools) == ('json', ('search', 'visit'))
+  assert (env.tools, env.snippet_words, env.tool_text) == (
+      ('search', 'visit'),
+      30,
+      'signature',
+  )
   stages = {s.name: s for s in plan.build(c)}
-  assert stages['collect'].flags['tool_text'] == 'json'
-  assert stages['eval_after_sft'].overrides['search.tools'] == env.tools
-  assert 'search.tools' not in stages['rl'].overrides
-  c.rl.config = _rl_config(tmp_path / 'b.py', True, "('search',)")
-  stages = {s.name: s for s in plan.build(c)}
-  assert stages['rl'].overrides['rollout.tool_text'] == 'signature'
-  assert stages['rl'].overrides['search.tools'] == ('search',)
-  assert stages['collect'].flags['tool_text'] == 'signature'
+  collect = stages['collect'].flags
+  assert (collect['tools'], collect['snippet_words']) == ('search,visit', 30)
+  assert collect['tool_text'] == 'signature'
+  for name in ('eval_before_sft', 'eval_after_sft', 'eval_after_rl'):
+    o = stages[name].overrides
+    assert o['search.tools'] == env.tools and o['tool_text'] == 'signature'
+    assert o['search.snippet_words'] == 30
+  o = stages['rl'].overrides
+  assert (
+      o['search.tools'] == env.tools and o['rollout.tool_text'] == 'signature'
+  )
+  assert o['search.snippet_words'] == 30
+  assert o['rollout.system_prompt'] == env.system_prompt
 
 
 def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
