@@ -74,9 +74,8 @@ STAGES = (
     'eval_after_rl',
     'report',
 )
-# One SFT-RL climb (Iris), inserted before 'report' when climb.enabled.
-CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
-
+# The optional stage families (climb, RL pool, rl_seen) are inserted by
+# search_agent/pipeline/plan.py when their sections are enabled.
 
 VARIANTS = ('tiny', 'learn', 'learn_accel')
 # The tiny base model `learn`'s pretraining makes (4 layers, 500 updates on

@@ -24,6 +24,8 @@ EVALS = {
     'eval_after_rl': 'after_rl',
     'eval_after_climb': 'after_climb',
 }
+# The optional stage families, each inserted where stage_names says when
+# its section is enabled. One SFT-RL climb (Iris), before 'report'.
 CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
 # RL's pool of answerable train tasks, inserted before 'rl' when enabled.
 POOL_STAGES = ('rl_probe', 'rl_pool')
