@@ -147,8 +147,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       summary_max_tokens=4_096,
   )
   c.mas = dict(searchers=2, attempt_max_chars=12_000)
-  # protocol '' = the benchmark's own (evaluation/graders.py: browsecomp,
-  # browsecomp_plus, xbench); template '' = that protocol's official one.
+  # protocol '' = the benchmark's own (evaluation/grading_protocols.py:
+  # browsecomp, browsecomp_plus, xbench); template '' = that protocol's official one.
   c.grader = dict(
       protocol='', template='', max_attempts=3, backoff_s=2.0,
       max_tokens=4_096, temperature=0.0, top_p=1.0,

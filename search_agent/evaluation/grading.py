@@ -1,8 +1,10 @@
-"""Grading: each benchmark's official grader (graders.py), or exact match.
+"""Grading: each benchmark's official grader, or exact match.
+
+The benchmarks' protocols are in grading_protocols.py.
 
 The protocol comes from the dataset format (`GraderConfig.resolve`):
 BrowseComp's below; BrowseComp-Plus's template and parser; xbench's exact
-match first, then its Chinese judge prompt (see graders.py).
+match first, then its Chinese judge prompt (see grading_protocols.py).
 
 The judge gets `browsecomp_grader.txt` (openai/simple-evals, verbatim) with the
 question, the agent's final reply and the reference answer, and answers in
@@ -28,7 +30,7 @@ import dataclasses
 import re
 
 from search_agent.agent import task as task_lib
-from search_agent.evaluation import graders
+from search_agent.evaluation import grading_protocols
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.rewards import answer_match
@@ -61,7 +63,7 @@ class GraderConfig:
   """How answers are graded.
 
   Attributes:
-    protocol: The benchmark's grading protocol (graders.PROTOCOLS); ''
+    protocol: The benchmark's grading protocol (grading_protocols.PROTOCOLS); ''
       = the dataset format's own (`resolve`).
     template: Grader prompt file; '' = the protocol's official template.
     max_attempts: Judge attempts per question (failures retried).
@@ -80,19 +82,21 @@ class GraderConfig:
   top_p: float = 1.0
 
   def __post_init__(self):
-    if self.protocol and self.protocol not in graders.PROTOCOLS:
+    if self.protocol and self.protocol not in grading_protocols.PROTOCOLS:
       raise ValueError(
           f'grader protocol {self.protocol!r} is not one of'
-          f' {graders.PROTOCOLS}'
+          f' {grading_protocols.PROTOCOLS}'
       )
 
   def resolve(self, dataset_format: str) -> 'GraderConfig':
     """This config with the protocol and template filled in."""
-    protocol_name = self.protocol or graders.for_format(dataset_format)
+    protocol_name = self.protocol or grading_protocols.for_format(
+        dataset_format
+    )
     return dataclasses.replace(
         self,
         protocol=protocol_name,
-        template=self.template or graders.TEMPLATES[protocol_name],
+        template=self.template or grading_protocols.TEMPLATES[protocol_name],
     )
 
 
@@ -147,9 +151,11 @@ def parse_verdict(text: str) -> bool:
 def _parse(protocol_name: str, reply: str) -> tuple[bool, str | None]:
   """(verdict, extracted answer) of a judge reply under a protocol."""
   if protocol_name == 'xbench':
-    return graders.parse_xbench(reply)
+    return grading_protocols.parse_xbench(reply)
   if protocol_name == 'browsecomp_plus':
-    return graders.parse_browsecomp_plus(reply), parse_extracted(reply)
+    return grading_protocols.parse_browsecomp_plus(reply), parse_extracted(
+        reply
+    )
   return parse_verdict(reply), parse_extracted(reply)
 
 
@@ -187,7 +193,7 @@ async def grade(
     return Grade(correct=False, method=no_answer_method)
   config = config.resolve('')
   if judge is not None and config.protocol == 'xbench':
-    if graders.xbench_exact(response, prediction, task.answer):
+    if grading_protocols.xbench_exact(response, prediction, task.answer):
       return Grade(correct=True, method='exact_match_first')
   if judge is None:
     return Grade(

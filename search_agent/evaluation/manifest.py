@@ -13,7 +13,7 @@ import hashlib
 import pathlib
 from typing import Any, Mapping
 
-from search_agent.evaluation import graders
+from search_agent.evaluation import grading_protocols
 from search_agent.llm.prompts import prompt as prompt_lib
 
 
@@ -119,7 +119,9 @@ def build(
           'grader': dataclasses.asdict(grader),
           'identity': grader_identity(grader, judge, template.sha256),
           'benchmark_grader': (
-              graders.identity(grader.protocol) if grader.protocol else None
+              grading_protocols.identity(grader.protocol)
+              if grader.protocol
+              else None
           ),
       },
       'tools': {

@@ -6,8 +6,8 @@ import hashlib
 import pytest
 
 from search_agent.agent import task as task_lib
-from search_agent.evaluation import graders
 from search_agent.evaluation import grading
+from search_agent.evaluation import grading_protocols
 from search_agent.evaluation import manifest
 from search_agent.llm import scripted
 from search_agent.llm.prompts import prompt as prompt_lib
@@ -70,8 +70,10 @@ def test_xbench_exact_match_first_needs_no_judge():
   )
   assert (g.correct, g.method, g.attempts) == (True, 'exact_match_first', 0)
   # The official answer line also counts: "最终答案: 1,060".
-  assert graders.xbench_exact('推理……\n最终答案: 1,060', 'x', '1,060')
-  assert not graders.xbench_exact('<answer>1060</answer>', '1060', '1,060')
+  assert grading_protocols.xbench_exact('推理……\n最终答案: 1,060', 'x', '1,060')
+  assert not grading_protocols.xbench_exact(
+      '<answer>1060</answer>', '1060', '1,060'
+  )
 
 
 # Judge replies in the format xbench's prompt asks for (最终答案/解释/结论),
@@ -82,11 +84,11 @@ XB_YES_TIGHT = '最终答案:1060\n解释:一致\n结论:正确'
 
 
 def test_xbench_verdicts():
-  assert graders.parse_xbench(XB_YES) == (True, '1060')
-  assert graders.parse_xbench(XB_NO_FULLWIDTH) == (False, '1500')
-  assert graders.parse_xbench(XB_YES_TIGHT) == (True, '1060')
-  with pytest.raises(graders.VerdictError):
-    graders.parse_xbench('最终答案: 1060\n解释: 无法判断')
+  assert grading_protocols.parse_xbench(XB_YES) == (True, '1060')
+  assert grading_protocols.parse_xbench(XB_NO_FULLWIDTH) == (False, '1500')
+  assert grading_protocols.parse_xbench(XB_YES_TIGHT) == (True, '1060')
+  with pytest.raises(grading_protocols.VerdictError):
+    grading_protocols.parse_xbench('最终答案: 1060\n解释: 无法判断')
 
 
 def test_xbench_grade_calls_the_chinese_judge_when_not_exact():
@@ -108,13 +110,16 @@ BCP_RECORD = 'extracted_final_answer: ...\ncorrect: yes\nconfidence: 99%'
 
 
 def test_browsecomp_plus_parser():
-  assert graders.parse_browsecomp_plus(BCP_RECORD) is True
-  assert graders.parse_browsecomp_plus('**correct:** No\n') is False
-  assert graders.parse_browsecomp_plus('**correct**: yes') is True
+  assert grading_protocols.parse_browsecomp_plus(BCP_RECORD) is True
+  assert grading_protocols.parse_browsecomp_plus('**correct:** No\n') is False
+  assert grading_protocols.parse_browsecomp_plus('**correct**: yes') is True
   # Their order: a bold verdict wins over an earlier plain one.
-  assert graders.parse_browsecomp_plus('correct: no\n**correct:** yes') is True
-  with pytest.raises(graders.VerdictError):
-    graders.parse_browsecomp_plus('verdict: right')
+  assert (
+      grading_protocols.parse_browsecomp_plus('correct: no\n**correct:** yes')
+      is True
+  )
+  with pytest.raises(grading_protocols.VerdictError):
+    grading_protocols.parse_browsecomp_plus('verdict: right')
   judge = scripted.ScriptedLLM(lambda messages: BCP_RECORD)
   config = grading.GraderConfig(protocol='browsecomp_plus', **FAST)
   task = task_lib.Task(id='q', question='Q?', answer='Queen Arwa University')
