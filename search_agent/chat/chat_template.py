@@ -1,9 +1,9 @@
 """Chat templates: how messages become text, and their HF jinja export.
 
 A ChatTemplate holds the literal pieces of a chatml-style format; the
-renderer (`agent.renderer`) turns messages into text segments with it and
+renderer (`chat.renderer`) turns messages into text segments with it and
 tokenizes them. Two are defined (the exact text of each is documented in
-`agent.renderer`):
+`chat.renderer`):
 
   * 'chatml': `<|im_start|>{role}\\n{body}<|im_end|>\\n`; reasoning as
     `<think>\\n{reasoning}\\n</think>\\n`; tool observations as role `tool`.

@@ -236,7 +236,7 @@ def train_tiny_tokenizer(
       into (created if missing).
     vocab_size: Total number of ids, control and marker tokens included.
     chat_template: HF jinja chat template to store in tokenizer_config.json
-      (e.g. `agent.renderer.to_jinja(CHATML)`, for OpenAI-compatible servers).
+      (e.g. `chat.renderer.to_jinja(CHATML)`, for OpenAI-compatible servers).
 
   Returns:
     The trained tokenizer.

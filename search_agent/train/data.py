@@ -2,7 +2,7 @@
 
 Each trajectory passes through the context policy (`agent.context`: every
 assistant turn sees exactly the context the rollout policy showed it) and the
-token-exact renderer (`agent.renderer`), giving token ids and a loss mask.
+token-exact renderer (`chat.renderer`), giving token ids and a loss mask.
 Sequences are shifted into (inputs, targets, loss_mask) with the mask taken
 on the target token, fitted to `seq_len` at whole supervised turns (a turn
 whose context does not fit is dropped and counted, never cut: `to_examples`,
