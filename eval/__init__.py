@@ -1,1 +1,4 @@
-"""Evaluation binaries: run an agent on a benchmark, grade, report, compare."""
+"""Evaluation binaries: `eval.run`, `eval.compare`, `eval.view`.
+
+Each is a short `main` over search_agent.evaluation (and search_agent.viewer).
+"""

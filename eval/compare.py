@@ -12,7 +12,7 @@ import sys
 from absl import app
 from absl import flags
 
-from eval import comparison
+from search_agent.evaluation import comparison
 
 _RUNS = flags.DEFINE_list('runs', None, 'Two eval workdirs (A,B).')
 _NAMES = flags.DEFINE_list('names', ['A', 'B'], 'Names of the two runs.')

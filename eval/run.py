@@ -25,9 +25,9 @@ from absl import flags
 from ml_collections import config_flags
 
 from eval import cli
-from eval import config as config_lib
-from eval import datasets
-from eval import evaluation
+from search_agent.evaluation import config as config_lib
+from search_agent.evaluation import datasets
+from search_agent.evaluation import job
 from search_agent.model import quiet_logs
 from search_agent.search import backend
 from search_agent.serving import local
@@ -50,7 +50,7 @@ def main(argv):
   del argv
   quiet_logs.install()
   try:
-    report = evaluation.run_config(_CONFIG.value, _WORKDIR.value)
+    report = job.run_config(_CONFIG.value, _WORKDIR.value)
   except (
       config_lib.EvalSetupError,
       datasets.DatasetError,

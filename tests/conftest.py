@@ -44,6 +44,18 @@ def shared_data() -> pathlib.Path:
   return SHARED_DATA
 
 
+@pytest.fixture(scope='session')
+def tiny_index(tmp_path_factory):
+  """The first 500 bundled 2Wiki documents, indexed once (~1 s)."""
+  # pylint: disable=g-import-not-at-top
+  from search_agent.corpus.sources import CorpusSpec
+  from search_agent.search.tantivy_build import build_tantivy_index
+
+  path = tmp_path_factory.mktemp('eval_index') / 'index'
+  build_tantivy_index(CorpusSpec(max_docs=500), path)
+  return path
+
+
 def pytest_collection_modifyitems(items) -> None:
   """Files holding slow tests first, otherwise in collection order: with
   pytest-xdist's --dist loadfile (launch/run_tests.sh) the long files start

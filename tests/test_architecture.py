@@ -45,8 +45,34 @@ def test_only_the_model_package_imports_maxtext():
 
 
 def test_the_model_knows_nothing_of_tools_or_chat():
-  banned = [f'search_agent.{p}' for p in ('agent', 'search', 'llm', 'eval')]
+  banned = [
+      f'search_agent.{p}'
+      for p in ('agent', 'chat', 'search', 'llm', 'evaluation')
+  ]
   assert not _offenders(_files('search_agent/model'), banned)
+
+
+def test_the_library_never_imports_the_binaries():
+  """`search_agent` is the library; `eval`, `index` and `launch` hold the
+  binaries over it (the viewer included: its binary is eval.view)."""
+  assert not _offenders(_files('search_agent'), ['eval', 'index', 'launch'])
+
+
+def test_eval_holds_only_binaries():
+  """Every module of `eval/` is a binary or its command-line edge."""
+  modules = {p.stem for p in (REPO / 'eval').glob('*.py')}
+  assert modules == {'__init__', 'cli', 'compare', 'run', 'view'}
+
+
+def test_chat_sits_below_the_agent_and_the_server():
+  """Tokenizers, chat templates and the renderer know no agent or server;
+  the rollout server reaches them through `chat`, never through `agent`."""
+  below = [
+      f'search_agent.{p}'
+      for p in ('agent', 'serving', 'model', 'train', 'evaluation', 'search')
+  ]
+  assert not _offenders(_files('search_agent/chat'), below)
+  assert not _offenders(_files('search_agent/serving'), ['search_agent.agent'])
 
 
 def test_lower_layers_never_import_the_trainer():

@@ -65,8 +65,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.mode = 'single'  # 'single' or 'mas'
   # The policy LLM (registry kinds: openai, scripted, sampler; and served).
   c.policy = dict(kind='openai', name='', openai=_openai(), script=())
-  # policy.kind='sampler': the in-process model (eval/in_process.py); the
-  # agent limits must fit it: agent.context_limit <= max_prompt_len +
+  # policy.kind='sampler': the in-process model (evaluation/in_process.py);
+  # the agent limits must fit it: agent.context_limit <= max_prompt_len +
   # max_new_tokens, agent.max_output_tokens <= max_new_tokens.
   # policy.kind='served': the same model (this section's preset, dims,
   # checkpoint, tokenizer, template, limits) served by a rollout server this
@@ -147,8 +147,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       summary_max_tokens=4_096,
   )
   c.mas = dict(searchers=2, attempt_max_chars=12_000)
-  # protocol '' = the benchmark's own (eval/graders.py: browsecomp,
-  # browsecomp_plus, xbench); template '' = that protocol's official one.
+  # protocol '' = the benchmark's own (evaluation/grading_protocols.py:
+  # browsecomp, browsecomp_plus, xbench); template '' = that protocol's official one.
   c.grader = dict(
       protocol='', template='', max_attempts=3, backoff_s=2.0,
       max_tokens=4_096, temperature=0.0, top_p=1.0,

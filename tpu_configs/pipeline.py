@@ -5,7 +5,7 @@
 Stages (each its own binary, DIR/<stage>, reused while its inputs are
 unchanged; search_agent/pipeline/plan.py wires them):
   index            index.build over the bundled 2Wiki corpus (tantivy)
-  tasks            synthesis.run :tiny (or the temporary lookup tasks)
+  tasks            synthesis.run :tiny
   tokenizer        the tiny BPE every model stage shares
   pretrain         next-token pretraining on the corpus (train.sft pretrain
                    mode)
@@ -81,9 +81,8 @@ STAGES = (
     'eval_phrasings_after_rl',
     'report',
 )
-# One SFT-RL climb (Iris), inserted before 'report' when climb.enabled.
-CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
-
+# The optional stage families (climb, RL pool, rl_seen) are inserted by
+# search_agent/pipeline/plan.py when their sections are enabled.
 
 VARIANTS = ('tiny', 'learn', 'learn_accel')
 # The tiny base model `learn`'s pretraining makes (4 layers, 500 updates on
@@ -133,12 +132,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       system_prompt='agent_system_compact.md',
       tool_text='signature',
   )
-  # Task source: 'synthesis' (synthesis.run) or 'lookup' (the
-  # temporary one-hop tasks of search_agent/pipeline/lookup_tasks.py).
+  # The tasks stage: search_agent.synthesis.run with this config.
   c.tasks = dict(
-      source='synthesis',
       synthesis_config='tpu_configs/synthesis.py:tiny',
-      heldout=200 if learn else 100,
       # 0 = every train task (both variants: the teacher's 10k rollouts take
       # ~30 s, and 4,185 demonstrations over 240 updates are < 1 epoch).
       max_train=0,
@@ -236,9 +232,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # pretrain stage runs; `extra` any others.
   c.sft = dict(
       config='tpu_configs/sft.py:tiny',
-      # `tiny`: 450, from the shipped base: 600 reached 21/100 held out but
-      # the main job then took 26 minutes on 2 shared cores
-      # (docs/experiments/main-job.md).
+      # `tiny`: 450 from the shipped base, so that the main job fits its
+      # budget on 2 CPU cores (docs/experiments/main-job.md).
       updates=1200 if learn else 450,
       # Packed rows of 2,048 tokens (a compact demonstration is ~420).
       seq_len=2048,
@@ -307,8 +302,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # from them. A group-relative advantage is zero when a group is all right
   # or all wrong, and from a weak policy most groups over all train tasks
   # are all wrong. The seed leaves the pool's selection open
-  # (docs/decisions.md). Off by default: `--config.rl_pool.enabled`; it gave
-  # RL more groups with an advantage, not held-out pass@1
+  # (docs/decisions.md). Off by default: `--config.rl_pool.enabled`
   # (docs/experiments/learning-signal.md).
   c.rl_pool = dict(
       enabled=False,

@@ -37,7 +37,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       policy_version=-1,  # -1: the checkpoint's step (0 without one)
       devices=0,  # 0 = all
   )
-  # The chat template of the OpenAI endpoints (agent/chat_template.py) and
+  # The chat template of the OpenAI endpoints (chat/chat_template.py) and
   # the tokenizer ('qwen3' = Qwen3's, or a tokenizer.json path).
   c.tokenizer = 'qwen3'
   c.template = 'chatml'
@@ -72,7 +72,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
   if arg == 'tiny':
     c.model.update(preset='tiny', layout='fsdp', devices=1)
-    c.tokenizer = str(_REPO / 'tests/agent/golden/tiny_tokenizer')
+    c.tokenizer = str(_REPO / 'tests/chat/golden/tiny_tokenizer')
     c.model_name = 'tiny'
     c.engine.update(
         slots=8, max_context=2_048, max_new_tokens=256, max_chunk=256,

@@ -72,12 +72,9 @@ def _variant(variant: str) -> ml_collections.ConfigDict:
     # WebDancer turns carry ~3.5k-token observations: rows of 12,288 keep
     # over 95% of the supervised tokens (data_report; docs/decisions.md).
     c.model.max_target_length = 12288
-    # Issue 14 (search_agent.train.sft.benchmark, 2 cores): attention in
-    # 128-position blocks, block pairs with no shared segment skipped
-    # (4.5x fewer CPU seconds per 2 x 2,048-token update than MaxText's full
-    # T x T masked softmax), and logits chunks kept for the backward instead
-    # of recomputed (32 MB per 2,048-token row). Same loss
-    # (tests/model/test_blocked_attention.py).
+    # Attention in 128-position blocks that skip pairs with no shared
+    # segment, logits chunks kept for the backward: the same loss, a faster
+    # CPU update (docs/experiments/training-throughput.md).
     c.model.attention_block = 128
     c.model.logits_remat = False
   # Parallel layout (search_agent.model.mesh.Parallelism fields).
@@ -141,11 +138,9 @@ def _variant(variant: str) -> ml_collections.ConfigDict:
           rehearsal_path='',
           rehearsal_fraction=0.0,
           # The output head and loss only at supervised positions, gathered
-          # per row to a multiple of this (train/data.py score_index): the
-          # :learn split's demonstrations supervise ~13% of their tokens, and
-          # the tiny model's 4,096-word head is over half its matmul FLOPs.
-          # The same loss and gradients (tests/train/sft/test_loss.py); one
-          # compiled step per gathered length met. 0 = every position.
+          # per row to a multiple of this (train/data.py score_index); the
+          # same loss, fewer head FLOPs (docs/experiments/
+          # training-throughput.md). 0 = every position.
           loss_positions_multiple=128 if tiny else 0,
           # Loader streams; a host loads only the streams whose rows its
           # devices hold (train/data.py). The recipe: one per batch slot.
@@ -178,13 +173,11 @@ def _variant(variant: str) -> ml_collections.ConfigDict:
 def _pretrain_tiny() -> ml_collections.ConfigDict:
   """The tiny MoE pretrained from scratch on the bundled corpus."""
   c = _variant('tiny')
-  # 512-token rows: 2Wiki paragraphs are ~150 tokens (96% of each row filled
-  # with 16 bins), and the T x T attention makes a token ~6x cheaper (CPU
-  # time) than in 2,048-token rows (search_agent.train.sft.benchmark).
+  # 512-token rows: 2Wiki paragraphs are ~150 tokens, and attention costs
+  # less per token in short rows (docs/experiments/training-throughput.md).
   c.model.max_target_length = 512
-  # 64-position attention blocks and one 512-position logits chunk (kept):
-  # 1.47x tokens/s over MaxText's attention and 256-position recomputed
-  # chunks at this shape (benchmark --seq_len=512 --rows=8 --segment=150).
+  # 64-position attention blocks and one kept 512-position logits chunk:
+  # the fastest at this shape (docs/experiments/training-throughput.md).
   c.model.attention_block = 64
   c.model.logits_chunk = 512
   corpus = c.tokenizer_corpus = _CORPUS

@@ -24,8 +24,8 @@ import os
 import re
 from typing import Any
 
-from search_agent.agent import toolcall
 from search_agent.agent import trajectory
+from search_agent.chat import toolcall
 
 _RESPONSE_RE = re.compile(
     r'<tool_response>(.*?)(?:</tool_response>|\Z)', re.DOTALL

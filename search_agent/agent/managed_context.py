@@ -29,8 +29,8 @@ from typing import Any, Sequence
 
 from search_agent.agent import budgets as budgets_lib
 from search_agent.agent import context
-from search_agent.agent import messages as messages_lib
 from search_agent.agent import trajectory
+from search_agent.chat import messages as messages_lib
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 

@@ -22,10 +22,10 @@ from typing import Any, Protocol, Sequence
 
 from search_agent.agent import budgets as budgets_lib
 from search_agent.agent import managed_context
-from search_agent.agent import messages as messages_lib
 from search_agent.agent import token_record
-from search_agent.agent import toolcall
 from search_agent.agent import trajectory
+from search_agent.chat import messages as messages_lib
+from search_agent.chat import toolcall
 from search_agent.llm import protocol
 
 NO_ACTION = (

@@ -76,10 +76,9 @@ class TeacherConfig:
     question_query: The first query of the first page is the question itself
       (then the title, if that page was not among the results), so the model
       copies the whole user turn instead of cutting the entity's name out of
-      it. BM25 finds the page as often (the teacher answers 166 of 200
-      held-out tasks with it, 167 without), but the tiny model garbles the
-      longer copy: measured 5 points worse after SFT (WORKSPACE.md,
-      "Learning signal"), so it is off in every pipeline variant.
+      it. BM25 finds the page as often, but the tiny model garbles the
+      longer copy, so it is off in every pipeline variant
+      (docs/experiments/learning-signal.md).
   """
 
   visit: bool = False

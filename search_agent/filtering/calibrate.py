@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from search_agent.agent import trajectory
 from search_agent.filtering import degeneration
-from search_agent.filtering import stage
+from search_agent.filtering import stage_result
 
 
 def repeats_for(period: int, loop_chars: int) -> int:
@@ -133,7 +133,7 @@ def calibrate(
           {
               'period': period,
               'loop_chars': actual,
-              'ratios': stage.quantiles(values),
+              'ratios': stage_result.quantiles(values),
               '_values': values,
           }
       )
@@ -148,7 +148,7 @@ def calibrate(
     v['caught'] = sum(x >= choice['threshold'] for x in values) / len(values)
   return {
       'n_trajectories': len(trajs),
-      'real': stage.quantiles(real),
+      'real': stage_result.quantiles(real),
       'real_flagged': sum(x >= choice['threshold'] for x in real),
       'looped': variants,
       'choice': choice,

@@ -17,7 +17,7 @@ from typing import Mapping
 from search_agent.agent import trajectory
 from search_agent.filtering import degeneration
 from search_agent.filtering import selection
-from search_agent.filtering import stage
+from search_agent.filtering import stage_result
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,7 +46,7 @@ def climb_select(
     trajs: list[trajectory.Trajectory],
     correct: Mapping[str, bool],
     config: ClimbConfig,
-) -> stage.StageResult:
+) -> stage_result.StageResult:
   """Keeps at most one rollout per query: the shortest deep success.
 
   Args:
@@ -65,7 +65,7 @@ def climb_select(
     p = sum(bool(correct[t.id]) for t in group) / len(group)
     if not config.min_pass < p < config.max_pass:
       for t in group:
-        verdicts[t.id] = stage.removal(
+        verdicts[t.id] = stage_result.removal(
             t, 'outside_pass_band', f'pass rate {p:.2f} of {len(group)}'
         )
       continue
@@ -80,15 +80,17 @@ def climb_select(
       if t is best:
         verdicts[t.id] = None
       elif not correct[t.id]:
-        verdicts[t.id] = stage.removal(t, 'incorrect', f'pass rate {p:.2f}')
+        verdicts[t.id] = stage_result.removal(
+            t, 'incorrect', f'pass rate {p:.2f}'
+        )
       elif t not in deep:
-        verdicts[t.id] = stage.removal(
+        verdicts[t.id] = stage_result.removal(
             t,
             'too_few_tool_turns',
             f'{selection.tool_call_turns(t)} < {config.min_tool_turns}',
         )
       else:
-        verdicts[t.id] = stage.removal(
+        verdicts[t.id] = stage_result.removal(
             t, 'not_shortest', f'length {length(t)} > {length(best)}'
         )
   stats = {
@@ -96,4 +98,6 @@ def climb_select(
       'queries_selected': sum(v is None for v in verdicts.values()),
       'config': dataclasses.asdict(config),
   }
-  return stage.split('climbing', trajs, [verdicts[t.id] for t in trajs], stats)
+  return stage_result.split(
+      'climbing', trajs, [verdicts[t.id] for t in trajs], stats
+  )

@@ -7,19 +7,19 @@ without defining the binary's flags.
 import ml_collections
 
 from search_agent.filtering import degeneration
-from search_agent.filtering import jobs
+from search_agent.filtering import job as job_lib
 from search_agent.filtering import pipeline
 from search_agent.filtering import turn_mask
 from search_agent.llm import protocol
 from search_agent.llm import registry
 
 
-def job_from_config(c: ml_collections.ConfigDict) -> jobs.FilterJob:
+def job_from_config(c: ml_collections.ConfigDict) -> job_lib.FilterJob:
   """ConfigDict -> FilterJob (frozen dataclasses from here on)."""
   mask = turn_mask.TurnMaskConfig(
       **{k: v for k, v in c.turn_mask.items() if k != 'enabled'}
   )
-  return jobs.FilterJob(
+  return job_lib.FilterJob(
       mode=c.mode,
       input_path=c.input_path,
       input_format=c.input_format,

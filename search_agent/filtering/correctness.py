@@ -14,7 +14,7 @@ from typing import Mapping
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory
 from search_agent.filtering import judges
-from search_agent.filtering import stage
+from search_agent.filtering import stage_result
 from search_agent.llm import protocol
 
 Verdict = bool | str
@@ -52,7 +52,7 @@ def correctness_filter(
     trajs: list[trajectory.Trajectory],
     verdicts: Mapping[str, Verdict],
     tasks: dict[str, task_lib.Task] | None = None,
-) -> stage.StageResult:
+) -> stage_result.StageResult:
   """Keeps terminated trajectories whose verdict is True.
 
   Args:
@@ -72,7 +72,7 @@ def correctness_filter(
       detail = f'status {traj.status}' + (
           f': {traj.error}' if traj.error else ''
       )
-      removed.append(stage.removal(traj, 'not_terminated', detail))
+      removed.append(stage_result.removal(traj, 'not_terminated', detail))
       continue
     verdict = verdicts.get(traj.id, 'no verdict for this trajectory')
     if verdict is True:
@@ -83,9 +83,9 @@ def correctness_filter(
           f'answer "{judges.short(traj.final_answer)}" vs reference'
           f' "{ref.answer}"'
       )
-      removed.append(stage.removal(traj, 'incorrect', detail))
+      removed.append(stage_result.removal(traj, 'incorrect', detail))
     else:
-      errors.append(stage.removal(traj, 'judge_error', str(verdict)))
+      errors.append(stage_result.removal(traj, 'judge_error', str(verdict)))
   stats = {
       'terminated': len(trajs) - sum(statuses.values()),
       'not_terminated_by_status': dict(statuses),
@@ -93,7 +93,7 @@ def correctness_filter(
       'incorrect': sum(r.reason == 'incorrect' for r in removed),
       'judge_errors': len(errors),
   }
-  return stage.StageResult(
+  return stage_result.StageResult(
       name='correctness',
       kept=tuple(kept),
       removed=tuple(removed),

@@ -24,9 +24,9 @@ import json
 import re
 import zlib
 
-from search_agent.agent import toolcall
 from search_agent.agent import trajectory
-from search_agent.filtering import stage
+from search_agent.chat import toolcall
+from search_agent.filtering import stage_result
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -247,7 +247,7 @@ def detect(
 
 def degeneration_filter(
     trajs: list[trajectory.Trajectory], config: DegenerationConfig
-) -> stage.StageResult:
+) -> stage_result.StageResult:
   """Removes trajectories on which any degeneration detector fires.
 
   The removal reason is the first detector that fired (in the order of
@@ -263,12 +263,12 @@ def degeneration_filter(
       reason, detail = hits[0]
       others = ', '.join(r for r, _ in hits[1:])
       detail += f' (also: {others})' if others else ''
-      verdicts.append(stage.removal(traj, reason, detail))
+      verdicts.append(stage_result.removal(traj, reason, detail))
     else:
       verdicts.append(None)
   stats = {
-      'max_window_ratio': stage.quantiles(ratios),
+      'max_window_ratio': stage_result.quantiles(ratios),
       'detectors_fired': dict(fired.most_common()),
       'config': dataclasses.asdict(config),
   }
-  return stage.split('degeneration', trajs, verdicts, stats)
+  return stage_result.split('degeneration', trajs, verdicts, stats)

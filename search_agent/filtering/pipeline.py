@@ -17,7 +17,7 @@ from search_agent.filtering import correctness
 from search_agent.filtering import degeneration as degeneration_lib
 from search_agent.filtering import judges
 from search_agent.filtering import selection
-from search_agent.filtering import stage
+from search_agent.filtering import stage_result
 from search_agent.filtering import turn_mask as turn_mask_lib
 from search_agent.llm import protocol
 
@@ -53,7 +53,7 @@ async def run_pipeline(
     judge: judges.AnswerJudge,
     turn_llm: protocol.LLM | None = None,
     tasks: dict[str, task_lib.Task] | None = None,
-) -> list[stage.StageResult]:
+) -> list[stage_result.StageResult]:
   """Runs every configured stage; returns their results in order.
 
   Raises:

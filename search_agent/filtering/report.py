@@ -12,10 +12,12 @@ from typing import Any, Sequence
 from search_agent.agent import trajectory
 from search_agent.filtering import inputs
 from search_agent.filtering import judges
-from search_agent.filtering import stage
+from search_agent.filtering import stage_result
 
 
-def _example(r: stage.Removal, questions: dict[str, str]) -> dict[str, str]:
+def _example(
+    r: stage_result.Removal, questions: dict[str, str]
+) -> dict[str, str]:
   return {
       'traj_id': r.traj_id,
       'task_id': r.task_id,
@@ -25,7 +27,7 @@ def _example(r: stage.Removal, questions: dict[str, str]) -> dict[str, str]:
 
 
 def _examples(
-    removals: Sequence[stage.Removal], questions: dict[str, str], k: int
+    removals: Sequence[stage_result.Removal], questions: dict[str, str], k: int
 ) -> dict[str, list[dict[str, str]]]:
   by_reason = collections.defaultdict(list)
   for r in removals:
@@ -37,7 +39,7 @@ def _examples(
 def build_report(
     summary: inputs.InputSummary,
     trajs: Sequence[trajectory.Trajectory],
-    results: Sequence[stage.StageResult],
+    results: Sequence[stage_result.StageResult],
     settings: dict[str, Any],
     examples_per_reason: int = 3,
 ) -> dict[str, Any]:
@@ -150,7 +152,9 @@ def render_markdown(report: dict[str, Any]) -> str:
   return '\n'.join(out) + '\n'
 
 
-def decisions(results: Sequence[stage.StageResult]) -> list[dict[str, str]]:
+def decisions(
+    results: Sequence[stage_result.StageResult],
+) -> list[dict[str, str]]:
   """One record per input trajectory: where it ended and why."""
   out = []
   for r in results:

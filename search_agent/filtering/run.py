@@ -5,7 +5,7 @@ r"""Filters trajectories into SFT data (or calibrates, or induces a rubric).
       [--config.input_path=ROLLOUTS.jsonl] [--config.mode=calibrate]
 
 Writes filtered.jsonl, decisions.jsonl, report.json and report.md to
---workdir (see search_agent/filtering/jobs.py for the other modes), and
+--workdir (see search_agent/filtering/job.py for the other modes), and
 with an LLM judge llm_roles.json: its calls, re-asks, parse failures and
 HTTP retries (llm.role_client.RoleLLM).
 """
@@ -19,7 +19,7 @@ from absl import flags
 from absl import logging
 from ml_collections import config_flags
 
-from search_agent.filtering import jobs
+from search_agent.filtering import job as job_lib
 from search_agent.filtering.config import job_from_config
 from search_agent.filtering.config import llm_from_config
 from search_agent.llm import role_client
@@ -36,12 +36,12 @@ def main(argv):
   job = job_from_config(_CONFIG.value)
   llm = llm_from_config(_CONFIG.value.llm)
   if job.mode == 'calibrate':
-    result = jobs.run_calibration(job, _WORKDIR.value)
+    result = job_lib.run_calibration(job, _WORKDIR.value)
     logging.info('calibration: %s', result['choice'])
   elif job.mode == 'induce_rubric':
     if llm is None:
       raise app.UsageError('induce_rubric needs an LLM: set --config.llm.kind')
-    asyncio.run(jobs.run_rubric_induction(job, _WORKDIR.value, llm))
+    asyncio.run(job_lib.run_rubric_induction(job, _WORKDIR.value, llm))
   else:
     if llm is None and (job.judge == 'llm' or job.pipeline.turn_mask):
       raise app.UsageError(
@@ -52,7 +52,7 @@ def main(argv):
     judge_llm = llm if job.judge == 'llm' else None
     turn_llm = llm if job.pipeline.turn_mask is not None else None
     rep = asyncio.run(
-        jobs.run_filter(
+        job_lib.run_filter(
             job, _WORKDIR.value, judge_llm=judge_llm, turn_llm=turn_llm
         )
     )

@@ -19,7 +19,7 @@ import hashlib
 import json
 
 from search_agent.agent import trajectory
-from search_agent.filtering import stage
+from search_agent.filtering import stage_result
 
 
 def tool_call_turns(traj: trajectory.Trajectory) -> int:
@@ -33,7 +33,7 @@ def tool_call_turns(traj: trajectory.Trajectory) -> int:
 
 def rollout_cap(
     trajs: list[trajectory.Trajectory], per_task: int
-) -> stage.StageResult:
+) -> stage_result.StageResult:
   """Keeps the first `per_task` rollouts of every task (0 keeps all)."""
   seen = collections.Counter()
   verdicts = []
@@ -41,7 +41,7 @@ def rollout_cap(
     seen[traj.task_id] += 1
     if per_task and seen[traj.task_id] > per_task:
       verdicts.append(
-          stage.removal(
+          stage_result.removal(
               traj,
               'over_rollout_cap',
               f'rollout {seen[traj.task_id]} of task {traj.task_id}'
@@ -56,18 +56,18 @@ def rollout_cap(
       'tasks_by_rollout_count': {str(k): per[k] for k in sorted(per)},
       'per_task': per_task,
   }
-  return stage.split('rollout_cap', trajs, verdicts, stats)
+  return stage_result.split('rollout_cap', trajs, verdicts, stats)
 
 
 def min_tool_turns_filter(
     trajs: list[trajectory.Trajectory], min_turns: int
-) -> stage.StageResult:
+) -> stage_result.StageResult:
   """Removes trajectories with fewer than `min_turns` tool-call turns."""
   counts = [tool_call_turns(t) for t in trajs]
   verdicts = [
       None
       if n >= min_turns
-      else stage.removal(
+      else stage_result.removal(
           t, 'too_few_tool_turns', f'{n} tool-call turn(s) < {min_turns}'
       )
       for t, n in zip(trajs, counts)
@@ -77,7 +77,7 @@ def min_tool_turns_filter(
       'min_tool_turns': min_turns,
       'tool_turns_histogram': {str(k): hist[k] for k in sorted(hist)},
   }
-  return stage.split('min_tool_turns', trajs, verdicts, stats)
+  return stage_result.split('min_tool_turns', trajs, verdicts, stats)
 
 
 def message_key(traj: trajectory.Trajectory) -> str:
@@ -96,7 +96,9 @@ def message_key(traj: trajectory.Trajectory) -> str:
   return hashlib.sha256(data.encode('utf-8')).hexdigest()
 
 
-def dedup_filter(trajs: list[trajectory.Trajectory]) -> stage.StageResult:
+def dedup_filter(
+    trajs: list[trajectory.Trajectory],
+) -> stage_result.StageResult:
   """Drops byte-identical message sequences, keeping the first of each."""
   first: dict[str, str] = {}
   verdicts = []
@@ -104,12 +106,14 @@ def dedup_filter(trajs: list[trajectory.Trajectory]) -> stage.StageResult:
     key = message_key(traj)
     if key in first:
       verdicts.append(
-          stage.removal(traj, 'duplicate', f'same messages as {first[key]}')
+          stage_result.removal(
+              traj, 'duplicate', f'same messages as {first[key]}'
+          )
       )
     else:
       first[key] = traj.id
       verdicts.append(None)
-  result = stage.split('dedup', trajs, verdicts)
+  result = stage_result.split('dedup', trajs, verdicts)
   per_task = collections.Counter(t.task_id for t in result.kept)
   stats = {
       'distinct_sequences': len(first),
@@ -121,7 +125,7 @@ def dedup_filter(trajs: list[trajectory.Trajectory]) -> stage.StageResult:
 
 def mask_failed_turns(
     trajs: list[trajectory.Trajectory],
-) -> stage.StageResult:
+) -> stage_result.StageResult:
   """Sets loss=False on invalid assistant turns; keeps every trajectory."""
   out, masked = [], 0
   for traj in trajs:
@@ -139,4 +143,6 @@ def mask_failed_turns(
       'failed_turns_masked': masked,
       'trajectories_with_failed_turns': with_failed,
   }
-  return stage.StageResult(name='failed_turns', kept=tuple(out), stats=stats)
+  return stage_result.StageResult(
+      name='failed_turns', kept=tuple(out), stats=stats
+  )

@@ -21,7 +21,7 @@ import pathlib
 from search_agent.agent import trajectory
 from search_agent.filtering import degeneration
 from search_agent.filtering import judges
-from search_agent.filtering import stage
+from search_agent.filtering import stage_result
 from search_agent.llm import protocol
 from search_agent.llm import role_client
 from search_agent.llm.prompts import prompt as prompt_lib
@@ -216,14 +216,14 @@ def turn_mask_filter(
     trajs: list[trajectory.Trajectory],
     labels: dict[str, dict[int, str] | str],
     config: TurnMaskConfig,
-) -> stage.StageResult:
+) -> stage_result.StageResult:
   """Applies the labels; a trajectory whose judging failed is an error."""
   kept, errors = [], []
   judged = masked = capped = touched = 0
   for traj in trajs:
     result = labels.get(traj.id, 'no turn labels for this trajectory')
     if isinstance(result, str):
-      errors.append(stage.removal(traj, 'turn_judge_error', result))
+      errors.append(stage_result.removal(traj, 'turn_judge_error', result))
       continue
     new, n_masked, n_capped = apply_labels(traj, result, config)
     judged += len(result)
@@ -238,6 +238,6 @@ def turn_mask_filter(
       'trajectories_with_masked_turns': touched,
       'max_masked_fraction': config.max_masked_fraction,
   }
-  return stage.StageResult(
+  return stage_result.StageResult(
       name='turn_mask', kept=tuple(kept), errors=tuple(errors), stats=stats
   )

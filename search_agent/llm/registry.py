@@ -8,8 +8,9 @@ Kinds:
     and demos of the harness only, never for measuring a model.
   * `sampler`: the in-process JAX sampler; the caller builds it (it needs a
     model and a tokenizer) and passes it to `build` as `sampler_llm`
-    (eval.run: from its `sampler` section, eval/in_process.py; weights from
-    HF-converted params, a training run's checkpoint, or random init).
+    (eval.run: from its `sampler` section, evaluation/in_process.py;
+    weights from HF-converted params, a training run's checkpoint, or
+    random init).
 
 Every kind takes the role settings `max_tokens` (a cap on one call's
 budget; 0 = as the role asks), `stop` (stop strings added to every call)

@@ -1,7 +1,7 @@
 """`LLM` over the in-process JAX sampler (search_agent/model/sampler.py).
 
 The adapter turns the chat into prompt token ids with a `PromptRenderer`
-(search_agent/agent/chat_prompts.py wraps the one renderer; the llm layer
+(search_agent/chat/chat_prompts.py wraps the one renderer; the llm layer
 does not import the agent layer), asks the sampler for tokens, and returns
 completions that carry the prompt ids, the generated ids (the closing
 end-of-turn token included, as the renderer puts loss on it), the per-token

@@ -2,9 +2,10 @@
 
 Teacher collection, evaluation and RL must show the model the same system
 prompt, tool text and observations (top_k, snippet length), or SFT trains on
-one format and eval scores another. `Environment` holds those settings once;
-`open_toolboxes` builds the same Toolbox `eval.run` builds for them
-(eval/config_lib.py), and `eval_overrides` is the eval config that matches.
+one format and eval scores another. `Environment` holds those settings once
+(the pipeline config's `env` section); `collect_flags`, `eval_overrides` and
+`rl_overrides` spell them for each stage binary, and `open_toolboxes` builds
+the same Toolbox `eval.run` builds for them (evaluation/config.py).
 """
 
 import contextlib
@@ -44,6 +45,28 @@ class Environment:
   def system_text(self, schemas: Sequence[dict[str, Any]]) -> str:
     prompt = prompt_lib.load(self.system_prompt)
     return prompt.render(tools=react.tool_text(schemas, self.tool_text))
+
+  def collect_flags(self) -> dict[str, Any]:
+    """Flags of `search_agent.pipeline.collect` for this environment."""
+    return {
+        'index_dir': self.index_dir,
+        'tools': ','.join(self.tools),
+        'top_k': self.top_k,
+        'snippet_words': self.snippet_words,
+        'system_prompt': self.system_prompt,
+        'tool_text': self.tool_text,
+    }
+
+  def rl_overrides(self) -> dict[str, Any]:
+    """`--config.*` overrides of tpu_configs/rl.py for this environment."""
+    return {
+        'search.index_dir': self.index_dir,
+        'search.tools': tuple(self.tools),
+        'search.top_k': self.top_k,
+        'search.snippet_words': self.snippet_words,
+        'rollout.system_prompt': self.system_prompt,
+        'rollout.tool_text': self.tool_text,
+    }
 
   def eval_overrides(self) -> dict[str, Any]:
     """`--config.*` overrides of tpu_configs/eval.py for this environment."""

@@ -233,7 +233,6 @@ def report_figure(d: str) -> str:
 FIGURES: dict[str, Callable[[str], str]] = {
     'index.build': index_figure,
     'search_agent.synthesis.run': tasks_figure,
-    'search_agent.pipeline.lookup_tasks': tasks_figure,
     'search_agent.pipeline.collect': collect_figure,
     'search_agent.filtering.run': filter_figure,
     'search_agent.train.sft': train_figure,

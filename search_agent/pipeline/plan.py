@@ -9,7 +9,6 @@ the same prompt and observations.
 
 import dataclasses
 import functools
-import importlib.util
 import os
 from typing import Any, Callable, Mapping
 
@@ -25,6 +24,8 @@ EVALS = {
     'eval_after_rl': 'after_rl',
     'eval_after_climb': 'after_climb',
 }
+# The optional stage families, each inserted where stage_names says when
+# its section is enabled. One SFT-RL climb (Iris), before 'report'.
 CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
 # RL's pool of answerable train tasks, inserted before 'rl' when enabled.
 POOL_STAGES = ('rl_probe', 'rl_pool')
@@ -64,57 +65,21 @@ def _extra(entries) -> dict[str, str]:
 
 
 def env_of(c) -> environment.Environment:
-  """The environment of every stage.
+  """The environment of every stage: the config's one `env` section.
 
-  When RL runs, its config decides what can differ from the recipe: without
-  the compact fields (tool_text, snippet_words) every stage uses the tool
-  schemas and 48-word snippets; when its tool list cannot be overridden from
-  the command line, every stage offers RL's tools. Either way SFT, eval and
-  RL see one prompt format.
+  Collection, every eval and RL get it as their own flags or overrides
+  (environment.py), so SFT, eval and RL see one prompt format; the plan
+  never reads another binary's config to decide it.
   """
   e = c.env
-  rl = rl_support(c.rl.config) if 'rl' in c.stages else None
-  compact = rl is None or rl.compact
-  tools = tuple(e.tools) if rl is None or rl.tools is None else rl.tools
   return environment.Environment(
       index_dir='{index}/index',
-      tools=tools,
+      tools=tuple(e.tools),
       top_k=e.top_k,
-      snippet_words=e.snippet_words if compact else 0,
+      snippet_words=e.snippet_words,
       system_prompt=e.system_prompt,
-      tool_text=e.tool_text if compact else 'json',
+      tool_text=e.tool_text,
   )
-
-
-@dataclasses.dataclass(frozen=True)
-class RLSupport:
-  """What the RL config lets the pipeline set.
-
-  Attributes:
-    compact: It has rollout.tool_text and search.snippet_words.
-    tools: Its fixed tool list when search.tools cannot be overridden on
-      the command line (a list field), else None.
-  """
-
-  compact: bool
-  tools: tuple[str, ...] | None
-
-
-@functools.lru_cache(maxsize=None)
-def rl_support(config: str) -> RLSupport:
-  """Reads the RL config variant (no RL config: nothing is supported)."""
-  path, _, variant = config.partition(':')
-  if not os.path.isfile(path):
-    return RLSupport(compact=False, tools=None)
-  spec = importlib.util.spec_from_file_location('_pipeline_rl_config', path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  rc = module.get_config(variant or None).to_dict()
-  rollout, search = rc.get('rollout', {}), rc.get('search', {})
-  compact = 'tool_text' in rollout and 'snippet_words' in search
-  tools = search.get('tools')
-  fixed = tuple(tools) if isinstance(tools, list) else None
-  return RLSupport(compact=compact, tools=fixed)
 
 
 def _index(c) -> Stage:
@@ -129,27 +94,16 @@ def _index(c) -> Stage:
 
 def _tasks(c) -> Stage:
   t = c.tasks
-  if t.source == 'synthesis':
-    return Stage(
-        name='tasks',
-        module='search_agent.synthesis.run',
-        config=t.synthesis_config,
-        # Only when set: earlier runs' tasks stage stays reusable.
-        overrides={
-            'heldout_phrasings': t.heldout_phrasings,
-            **({'rl_fraction': t.rl_fraction} if t.rl_fraction else {}),
-            **({'controller.keep_lookups': True} if t.keep_lookups else {}),
-        },
-        issue='13',
-    )
-  if t.source != 'lookup':
-    raise PlanError(f'tasks.source {t.source!r}: use synthesis or lookup')
-  if t.rl_fraction:
-    raise PlanError('tasks.rl_fraction needs tasks.source=synthesis')
   return Stage(
       name='tasks',
-      module='search_agent.pipeline.lookup_tasks',
-      flags={'heldout': t.heldout, 'max_train': t.max_train},
+      module='search_agent.synthesis.run',
+      config=t.synthesis_config,
+      # Only when set: earlier runs' tasks stage stays reusable.
+      overrides={
+          'heldout_phrasings': t.heldout_phrasings,
+          **({'rl_fraction': t.rl_fraction} if t.rl_fraction else {}),
+          **({'controller.keep_lookups': True} if t.keep_lookups else {}),
+      },
   )
 
 
@@ -226,7 +180,6 @@ def _pretrain(c) -> Stage:
           'eval_every': max(1, p.updates // 4),
           **_extra(p.extra),
       },
-      issue='14 (SFT pretraining mode)',
   )
 
 
@@ -235,13 +188,8 @@ def _collect(c) -> Stage:
   flags = {
       'tasks': '{tasks}/tasks.train.jsonl',
       'limit': c.tasks.max_train,
-      'index_dir': env.index_dir,
+      **env.collect_flags(),
       'rollouts': t.rollouts,
-      'tools': ','.join(env.tools),
-      'top_k': env.top_k,
-      'snippet_words': env.snippet_words,
-      'system_prompt': env.system_prompt,
-      'tool_text': env.tool_text,
       'max_steps': t.max_steps,
       'teacher': t.kind,
       'visit': t.visit,
@@ -395,10 +343,7 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
       'init.sft_workdir': init,
       'tokenizer.path': '{tokenizer}/tokenizer.json',
       'tokenizer.chat_template': 'chatml',
-      'search.index_dir': env.index_dir,
-      'search.tools': tuple(env.tools),
-      'search.top_k': env.top_k,
-      'rollout.system_prompt': env.system_prompt,
+      **env.rl_overrides(),
       'rollout.max_agent_steps': e.max_steps,
       'rollout.max_tokens_per_call': e.max_new_tokens,
       'sampler.max_new_tokens': e.max_new_tokens,
@@ -408,19 +353,12 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
     overrides['rollout.local_servers.count'] = r.servers
   elif r.policy != 'in_process':
     raise PlanError(f'rl.policy {r.policy!r}: use in_process or server')
-  support = rl_support(r.config)
-  if support.tools is not None:
-    del overrides['search.tools']  # a list field: env_of offers RL's tools
-  if support.compact:
-    overrides['rollout.tool_text'] = env.tool_text
-    overrides['search.snippet_words'] = env.snippet_words
   overrides.update(extra)
   return Stage(
       name=name,
       module='search_agent.train.rl.run',
       config=r.config,
       overrides=overrides,
-      issue='11',
   )
 
 
@@ -607,11 +545,7 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
 def phrasing_evals(c) -> bool:
   """Whether the held-out tasks are asked again in held-out phrasings and
   evaluated."""
-  return bool(
-      c.tasks.source == 'synthesis'
-      and c.tasks.heldout_phrasings
-      and c.eval.phrasing_questions
-  )
+  return bool(c.tasks.heldout_phrasings and c.eval.phrasing_questions)
 
 
 def stage_names(c) -> list[str]:

@@ -31,13 +31,13 @@ from typing import Sequence
 from absl import app
 from absl import flags
 
+from search_agent import stats
 from search_agent.agent import teacher
 from search_agent.pipeline import figures
 from search_agent.pipeline import plots
 from search_agent.pipeline import report_md
 from search_agent.pipeline import runner
 from search_agent.pipeline import stages as stages_lib
-from search_agent.pipeline import stats
 from search_agent.pipeline import verdict as verdict_lib
 
 _RUN_DIR = flags.DEFINE_string('run_dir', None, 'The pipeline run directory.')

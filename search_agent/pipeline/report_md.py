@@ -236,9 +236,6 @@ def render(rep: dict, run_dir: str) -> str:
     stand_in = ' (a programmatic stand-in, not an LLM)' if teacher[
         'stand_in'] else ''  # fmt: skip
     lines += ['', f'Teacher: `{teacher["name"]}`{stand_in}.']
-  if rep['tasks'].get('temporary'):
-    lines += ['', f'Tasks: {rep["tasks"].get("source")} — temporary, until'
-              ' synthesis.run is wired in.']  # fmt: skip
   seen = rep.get('rl_seen')
   if seen:
     s, r, p = seen['sft'], seen['rl'], seen['paired']

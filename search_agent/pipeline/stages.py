@@ -28,10 +28,6 @@ class StageError(RuntimeError):
   """A stage cannot run, or its binary failed; the message says which."""
 
 
-class MissingStageError(StageError):
-  """A stage's binary is not in this checkout (its issue has not landed)."""
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Stage:
   """One step of the pipeline.
@@ -43,7 +39,6 @@ class Stage:
     overrides: `--config.KEY=VALUE` pairs.
     flags: `--KEY=VALUE` pairs (binaries without a config file).
     workdir_flag: The flag the binary takes its output directory by.
-    issue: Issue that delivers the module (named when it is missing).
     always: Run it every time (the report reads every stage before it).
   """
 
@@ -53,7 +48,6 @@ class Stage:
   overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   flags: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   workdir_flag: str = 'workdir'
-  issue: str = ''
   always: bool = False
 
   def inputs(self) -> tuple[str, ...]:
@@ -66,24 +60,22 @@ class Stage:
     return tuple(found)
 
   def check_available(self) -> None:
-    """Raises MissingStageError when the module is not importable."""
+    """Raises StageError when the module or config variant does not exist."""
     try:
       spec = importlib.util.find_spec(self.module)
     except ModuleNotFoundError:
       spec = None
-    where = f' (issue {self.issue})' if self.issue else ''
     if spec is None:
-      raise MissingStageError(
-          f'stage {self.name!r} needs the module {self.module}{where}, which'
-          ' is not in this checkout: merge the branch that delivers it, or'
-          f' drop {self.name!r} from --config.stages'
+      raise StageError(
+          f'stage {self.name!r} runs the module {self.module}, which does'
+          ' not exist: correct the module name or drop the stage from'
+          ' --config.stages'
       )
     path, _, variant = self.config.partition(':')
     if variant and f"'{variant}'" not in _read(path):
-      raise MissingStageError(
-          f'stage {self.name!r} needs the config variant {self.config}'
-          f'{where}, which {path} does not define: merge the branch that'
-          f' delivers it, or drop {self.name!r} from --config.stages'
+      raise StageError(
+          f'stage {self.name!r} asks for the config variant {self.config},'
+          f' which {path} does not define: correct the variant'
       )
 
   def argv(self, python: str, run_dir: str) -> list[str]:

@@ -4,7 +4,7 @@ r"""Trains the tiny byte-level BPE every model stage of a pipeline shares.
       [--corpus=CORPUS.json] [--vocab_size=4096]
 
 Writes DIR/tokenizer.json and DIR/tokenizer_config.json (the format
-`agent.tokenizer.load_tokenizer` reads). Pretraining, SFT, eval and RL all
+`chat.tokenizer.load_tokenizer` reads). Pretraining, SFT, eval and RL all
 point their tokenizer at DIR, so their token ids agree.
 """
 
@@ -13,7 +13,7 @@ import json
 from absl import app
 from absl import flags
 
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.corpus import twowiki
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')

@@ -37,7 +37,7 @@ import re
 from typing import Sequence
 import urllib.parse
 
-from search_agent import intervals
+from search_agent import stats
 from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 
@@ -146,8 +146,8 @@ def read_log(path: str | pathlib.Path) -> list[LiveQuery]:
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
-  """`intervals.wilson`, rounded to 4 places for the report."""
-  lo, hi = intervals.wilson(successes, n, z)
+  """`stats.wilson`, rounded to 4 places for the report."""
+  lo, hi = stats.wilson(successes, n, z)
   return round(lo, 4), round(hi, 4)
 
 

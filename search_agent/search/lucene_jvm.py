@@ -22,8 +22,7 @@ JAR = REPO / 'index' / 'lucene_views' / 'target' / 'lucene-views.jar'
 MIN_JAVA = 21
 # Heap for the reader objects and per-query work; the index is mmap'd. Fixed
 # at 1 GB from the start: G1 sizes its young generation from the committed
-# heap, and growing from 256 MB cost ~10% of the QPS of 16 concurrent
-# searches at 1M documents (issue 19, WORKSPACE).
+# heap, and a growing heap costs QPS (docs/experiments/search-speed.md).
 DEFAULT_JVM_OPTIONS = ('-Xms1g', '-Xmx1g')
 _BUILD_HINT = 'build it with `bash launch/lucene_views.sh build`'
 _lock = threading.Lock()

@@ -34,8 +34,8 @@ import httpx
 import jax
 import numpy as np
 
-from search_agent.agent import chat_prompts
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import chat_prompts
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 from search_agent.llm import sampler_client
 from search_agent.llm import server_client

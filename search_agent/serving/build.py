@@ -13,8 +13,8 @@ from typing import Any, Mapping
 from absl import logging
 import jax
 
-from search_agent.agent import chat_prompts
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import chat_prompts
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.model import checkpoint_params
 from search_agent.model import engine as engine_lib
 from search_agent.model import engine_core

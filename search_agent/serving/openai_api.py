@@ -1,7 +1,7 @@
 """OpenAI-compatible endpoints over the engine (with the project's template).
 
   * `POST /v1/chat/completions`: messages rendered by the one renderer
-    (agent/chat_prompts.py, generation prompt appended), generation stopped
+    (chat/chat_prompts.py, generation prompt appended), generation stopped
     at the template's end-of-turn token; `logprobs: true` gives per-token
     logprobs, `top_logprobs: N` the N most likely tokens at each position
     (N at most the engine's `top_logprobs`, 0 in the served config: every

@@ -6,7 +6,7 @@ JSON schema a line inside `<tools>`, then how to call. Earlier assistant
 turns' OpenAI `tool_calls` (`function.arguments` a JSON string) become the
 project's calls, which the chat template serializes as `<tool_call>`
 blocks. In the reply, every `<tool_call>` block that parses and names a
-requested tool (agent/toolcall.py) becomes an OpenAI tool call and leaves
+requested tool (chat/toolcall.py) becomes an OpenAI tool call and leaves
 the content; one that does not stays in the content as written.
 
 `tool_choice` 'auto' (the default with tools) and 'none' (tools neither
@@ -19,8 +19,8 @@ import re
 from typing import Any
 import uuid
 
-from search_agent.agent import toolcall
-from search_agent.agent import trajectory
+from search_agent.chat import toolcall
+from search_agent.chat import turns
 from search_agent.serving import bodies
 
 TOOLS_HEADER = """\
@@ -114,7 +114,7 @@ def _message(m: dict[str, Any]) -> dict[str, Any]:
               {'name': fn.get('name'), 'arguments': fn.get('arguments', {})}
           )
       )
-    if not isinstance(parsed, trajectory.ToolCall):
+    if not isinstance(parsed, turns.ToolCall):
       raise bodies.BadRequest(
           400,
           'each of tool_calls must be {"function": {"name": str, "arguments":'

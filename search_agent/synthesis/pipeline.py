@@ -22,10 +22,10 @@ from search_agent.corpus import sources
 from search_agent.corpus.record import Document
 from search_agent.search.tantivy_build import build_tantivy_index
 from search_agent.synthesis import entities
+from search_agent.synthesis import evidence_paths as paths_lib
 from search_agent.synthesis import funnel as funnel_lib
 from search_agent.synthesis import graph as graph_lib
 from search_agent.synthesis import journal as journal_lib
-from search_agent.synthesis import paths as paths_lib
 from search_agent.synthesis import patterns
 from search_agent.synthesis import split as split_lib
 from search_agent.synthesis import tasks as tasks_lib

@@ -2,7 +2,7 @@
 
 Each trajectory passes through the context policy (`agent.context`: every
 assistant turn sees exactly the context the rollout policy showed it) and the
-token-exact renderer (`agent.renderer`), giving token ids and a loss mask.
+token-exact renderer (`chat.renderer`), giving token ids and a loss mask.
 Sequences are shifted into (inputs, targets, loss_mask) with the mask taken
 on the target token, fitted to `seq_len` at whole supervised turns (a turn
 whose context does not fit is dropped and counted, never cut: `to_examples`,
@@ -33,8 +33,8 @@ import numpy as np
 from search_agent import paths
 from search_agent.agent import chatml
 from search_agent.agent import context as context_lib
-from search_agent.agent import renderer as renderer_lib
 from search_agent.agent import trajectory as trajectory_lib
+from search_agent.chat import renderer as renderer_lib
 
 _PARSERS = {
     'trajectory': trajectory_lib.Trajectory.from_json,

@@ -16,7 +16,7 @@ import json
 import pathlib
 from typing import Any, Iterator, Sequence
 
-from eval import decryption
+from search_agent.evaluation import decryption
 from search_agent.viewer import run_files
 from search_agent.viewer import runs as runs_lib
 from search_agent.viewer import sniff

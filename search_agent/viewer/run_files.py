@@ -1,8 +1,8 @@
 """Reading a run's files into plain JSON objects, tolerantly and in memory.
 
 Torn or unreadable lines are counted, never fatal. Encrypted trajectory lines
-(`eval/results.py`) are decrypted in memory only when the canary is given;
-without it they stay placeholders that show ids, labels and numbers only.
+(`evaluation/results.py`) are decrypted in memory only when the canary is
+given; without it they stay placeholders that show ids, labels and numbers only.
 Nothing here writes a file.
 """
 
@@ -10,9 +10,9 @@ import json
 import pathlib
 from typing import Any, Iterator
 
-from eval import decryption
 from search_agent.agent import chatml
 from search_agent.agent import trajectory
+from search_agent.evaluation import decryption
 
 Json = dict[str, Any]
 ENCRYPTED_QUESTION = '(encrypted: pass --canary to read it in memory)'

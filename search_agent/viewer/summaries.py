@@ -3,14 +3,14 @@
 The shape the page renders: `{'cards': [{label, value, note}], 'bars':
 [{title, counts}], 'tables': [{title, head, rows}], 'charts': [{title,
 points}], 'json': {name: object}}`. Eval numbers come from the run's own
-report.json when it has one (else from eval.metrics over its results), so
-the viewer shows exactly what the eval reported.
+report.json when it has one (else from evaluation.metrics over its
+results), so the viewer shows exactly what the eval reported.
 """
 
 import collections
 from typing import Any, Sequence
 
-from eval import metrics as metrics_lib
+from search_agent.evaluation import metrics as metrics_lib
 
 Json = dict[str, Any]
 

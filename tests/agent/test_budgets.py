@@ -3,7 +3,7 @@
 import pytest
 
 from search_agent.agent import budgets
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 
 
 def test_recipe_defaults():

@@ -6,10 +6,10 @@ import dataclasses
 import pytest
 
 from search_agent.agent import react
-from search_agent.agent import renderer
 from search_agent.agent import task as task_lib
 from search_agent.agent import teacher as teacher_lib
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import renderer
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.corpus import twowiki
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import engine as engine_lib

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from search_agent.agent import react
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.search import schemas
 
 

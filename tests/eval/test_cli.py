@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from eval import cli
-from eval import results
 from search_agent.agent import trajectory
+from search_agent.evaluation import results
 from tpu_configs import eval as eval_config
 
 

@@ -10,9 +10,9 @@ import pathlib
 import subprocess
 import sys
 
-from eval import datasets
-from eval import results
 from search_agent.agent import trajectory
+from search_agent.evaluation import datasets
+from search_agent.evaluation import results
 from search_agent.llm.prompts import prompt as prompt_lib
 
 _spec = importlib.util.spec_from_file_location(

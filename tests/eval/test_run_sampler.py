@@ -7,14 +7,14 @@ import sys
 import httpx
 import pytest
 
-from eval import results
 from search_agent.agent import trajectory
+from search_agent.evaluation import results
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
 
 def test_eval_run_in_process_sampler(tmp_path, repo_root, tiny_index):
-  tok = repo_root / 'tests/agent/golden/tiny_tokenizer'
+  tok = repo_root / 'tests/chat/golden/tiny_tokenizer'
   out = subprocess.run(
       [sys.executable, '-m', 'eval.run',
        '--config=tpu_configs/eval.py:tiny', f'--workdir={tmp_path}',
@@ -43,7 +43,7 @@ def test_eval_run_in_process_sampler(tmp_path, repo_root, tiny_index):
 
 
 def _eval(repo_root, tiny_index, workdir, kind):
-  tok = repo_root / 'tests/agent/golden/tiny_tokenizer'
+  tok = repo_root / 'tests/chat/golden/tiny_tokenizer'
   return subprocess.run(
       [sys.executable, '-m', 'eval.run',
        '--config=tpu_configs/eval.py:tiny', f'--workdir={workdir}',

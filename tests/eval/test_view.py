@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from eval import decryption
+from search_agent.evaluation import decryption
 from search_agent.viewer import graph
 from search_agent.viewer import observations
 from search_agent.viewer import page

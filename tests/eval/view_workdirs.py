@@ -14,8 +14,8 @@ import pathlib
 import subprocess
 import sys
 
-from eval import decryption
 from search_agent.agent import trajectory
+from search_agent.evaluation import decryption
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TASKS = REPO / 'eval/data/2wiki_demo_tasks.jsonl'

@@ -2,20 +2,20 @@
 
 from search_agent.filtering import inputs
 from search_agent.filtering import report
-from search_agent.filtering import stage
+from search_agent.filtering import stage_result
 
 
 def test_report_examples_errors_and_decisions(make_traj):
   a, b, c, d = (make_traj(x) for x in 'abcd')
-  first = stage.StageResult(
+  first = stage_result.StageResult(
       name='correctness',
       kept=(a, b),
-      removed=(stage.removal(c, 'incorrect', 'answer "Lyon"'),),
-      errors=(stage.removal(d, 'judge_error', 'LLMError: 503'),),
+      removed=(stage_result.removal(c, 'incorrect', 'answer "Lyon"'),),
+      errors=(stage_result.removal(d, 'judge_error', 'LLMError: 503'),),
       stats={'correct': 2},
   )
-  second = stage.split(
-      'dedup', [a, b], [None, stage.removal(b, 'duplicate', 'same as a')]
+  second = stage_result.split(
+      'dedup', [a, b], [None, stage_result.removal(b, 'duplicate', 'same as a')]
   )
   summary = inputs.InputSummary(
       path='in.jsonl',

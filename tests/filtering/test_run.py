@@ -11,7 +11,7 @@ import pytest
 
 from search_agent.agent import trajectory as T
 from search_agent.filtering import config as run_lib
-from search_agent.filtering import jobs
+from search_agent.filtering import job as job_lib
 from search_agent.llm import scripted
 from tpu_configs import filtering as filtering_config
 
@@ -152,7 +152,9 @@ def test_iris_job_with_scripted_judges(repo_root, tmp_path):
     return '{"correct": true}'
 
   llm = scripted.ScriptedLLM(respond)
-  rep = asyncio.run(jobs.run_filter(job, tmp_path, judge_llm=llm, turn_llm=llm))
+  rep = asyncio.run(
+      job_lib.run_filter(job, tmp_path, judge_llm=llm, turn_llm=llm)
+  )
   by_name = {s['name']: s for s in rep['stages']}
   assert by_name['correctness']['kept'] == 20
   assert by_name['degeneration']['kept'] == 20
@@ -173,7 +175,7 @@ def test_iris_job_with_scripted_judges(repo_root, tmp_path):
 
 def test_judge_failures_go_to_undecided(repo_root, tmp_path):
   data = repo_root / 'tests' / 'filtering' / 'data' / 'webdancer_20.jsonl'
-  job = jobs.FilterJob(input_path=str(data), judge='llm')
+  job = job_lib.FilterJob(input_path=str(data), judge='llm')
   verdicts = {}  # prompt -> its reply: every other trajectory unreadable
 
   def respond(messages):
@@ -183,7 +185,7 @@ def test_judge_failures_go_to_undecided(repo_root, tmp_path):
     return verdicts[key]
 
   llm = scripted.ScriptedLLM(respond)
-  rep = asyncio.run(jobs.run_filter(job, tmp_path, judge_llm=llm))
+  rep = asyncio.run(job_lib.run_filter(job, tmp_path, judge_llm=llm))
   stage = rep['stages'][1]
   assert stage['errors'] == 10 and stage['kept'] == 10
   undecided = list(T.iter_jsonl(tmp_path / 'undecided.jsonl'))
@@ -198,13 +200,13 @@ def test_calibration_counts_unreadable_lines(repo_root, tmp_path):
   lines = data.read_text(encoding='utf-8').splitlines()[:3]
   path = tmp_path / 'in.jsonl'
   path.write_text('\n'.join([lines[0], '{broken', *lines[1:]]) + '\n')
-  job = jobs.FilterJob(
+  job = job_lib.FilterJob(
       mode='calibrate',
       input_path=str(path),
       loop_periods=(30,),
       loop_lengths=(4096,),
   )
-  cal = jobs.run_calibration(job, tmp_path / 'out')
+  cal = job_lib.run_calibration(job, tmp_path / 'out')
   assert cal['n_trajectories'] == 3 and cal['unreadable_lines'] == 1
   (row,) = [json.loads(l) for l in open(tmp_path / 'out' / 'line_errors.jsonl')]
   assert row['line_no'] == 2 and 'JSONDecodeError' in row['reason']
@@ -212,6 +214,6 @@ def test_calibration_counts_unreadable_lines(repo_root, tmp_path):
   assert '1 unreadable input lines' in md
   rub = dataclasses.replace(job, mode='induce_rubric', rubric_samples=2)
   llm = scripted.ScriptedLLM(lambda _: '1. Mask repeated searches.')
-  asyncio.run(jobs.run_rubric_induction(rub, tmp_path / 'rubric', llm))
+  asyncio.run(job_lib.run_rubric_induction(rub, tmp_path / 'rubric', llm))
   text = (tmp_path / 'rubric' / 'line_errors.jsonl').read_text()
   assert json.loads(text)['line_no'] == 2

@@ -12,7 +12,7 @@ import json
 from search_agent.agent import chatml
 from search_agent.agent import trajectory as T
 from search_agent.filtering import calibrate
-from search_agent.filtering import jobs
+from search_agent.filtering import job as job_lib
 from search_agent.filtering import judges
 from search_agent.filtering import pipeline
 from search_agent.filtering import selection
@@ -67,13 +67,13 @@ def test_every_defect_is_caught(webdancer_path, webdancer, tmp_path):
   path = tmp_path / 'stress.jsonl'
   rows = real_lines + damaged(real_lines, webdancer)
   path.write_text('\n'.join(rows) + '\n', encoding='utf-8')
-  job = jobs.FilterJob(
+  job = job_lib.FilterJob(
       input_path=str(path),
       known_tools=('search', 'visit'),
       judge='contains',
       pipeline=pipeline.PipelineConfig(rollouts_per_task=3),
   )
-  rep = asyncio.run(jobs.run_filter(job, tmp_path / 'out'))
+  rep = asyncio.run(job_lib.run_filter(job, tmp_path / 'out'))
   inp = rep['input']
   assert inp['lines'] == 221
   assert [e['line_no'] for e in inp['line_errors']] == [216, 217, 218]

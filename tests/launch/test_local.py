@@ -45,7 +45,8 @@ def _run(binary, cwd, processes=1, devices=8, out=None):
 def pulse_module(tmp_path, monkeypatch):
   (tmp_path / 'pulse_bin.py').write_text(_PULSE)
   monkeypatch.syspath_prepend(str(tmp_path))
-  monkeypatch.delenv('XLA_FLAGS', raising=False)  # other tests' conftests set it
+  # Other tests' conftests set it.
+  monkeypatch.delenv('XLA_FLAGS', raising=False)
   return tmp_path
 
 

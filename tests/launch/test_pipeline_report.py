@@ -2,10 +2,10 @@
 
 import json
 
+from search_agent import stats
 from search_agent.pipeline import plots
 from search_agent.pipeline import report
 from search_agent.pipeline import report_md
-from search_agent.pipeline import stats
 from search_agent.pipeline import verdict
 
 

@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from search_agent.agent import toolcall
+from search_agent.chat import toolcall
 from search_agent.llm import openai_client
 from search_agent.llm import protocol
 

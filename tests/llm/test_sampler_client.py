@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from search_agent.agent import chat_prompts
 from search_agent.agent import react
-from search_agent.agent import renderer
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import chat_prompts
+from search_agent.chat import renderer
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 from search_agent.llm import sampler_client
 from search_agent.search import schemas

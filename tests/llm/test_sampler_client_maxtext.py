@@ -13,9 +13,9 @@ import jax
 import pytest
 
 from search_agent.agent import budgets
-from search_agent.agent import chat_prompts
 from search_agent.agent import react
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import chat_prompts
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import sampler_client
 from search_agent.model import families
 from search_agent.model import maxtext_model
@@ -47,7 +47,7 @@ def test_loop_over_the_real_sampler(repo_root):
   )  # fmt: skip
   sampler.set_params(model.params, policy_version=7)
   tok = tokenizer_lib.load_tokenizer(
-      repo_root / 'tests/agent/golden/tiny_tokenizer'
+      repo_root / 'tests/chat/golden/tiny_tokenizer'
   )
   llm = sampler_client.SamplerLLM(sampler, chat_prompts.RendererPrompts(tok))
   config = react.AgentConfig(

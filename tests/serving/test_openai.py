@@ -83,7 +83,7 @@ def test_project_openai_client_is_token_exact(server):
 
 def test_eval_run_through_the_server(server, tiny_index, tmp_path):
   url, _ = server
-  tok = REPO / 'tests/agent/golden/tiny_tokenizer'
+  tok = REPO / 'tests/chat/golden/tiny_tokenizer'
   out = subprocess.run(
       [sys.executable, '-m', 'eval.run',
        '--config=tpu_configs/eval.py:tiny', f'--workdir={tmp_path}',

@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from search_agent.agent import budgets
-from search_agent.agent import chat_prompts
 from search_agent.agent import react
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import chat_prompts
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 from search_agent.llm import server_client
 from search_agent.search import schemas
@@ -30,7 +30,7 @@ class NoTools:
 
 
 def _llm(url, routed=False):
-  tok = tokenizer_lib.load_tokenizer(REPO / 'tests/agent/golden/tiny_tokenizer')
+  tok = tokenizer_lib.load_tokenizer(REPO / 'tests/chat/golden/tiny_tokenizer')
   cfg = server_client.ServerConfig(base_urls=(url,), routed_experts=routed)
   return server_client.ServerLLM(cfg, chat_prompts.RendererPrompts(tok)), tok
 

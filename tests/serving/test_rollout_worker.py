@@ -7,9 +7,9 @@ import pathlib
 import pytest
 
 from search_agent.agent import budgets
-from search_agent.agent import chat_prompts
 from search_agent.agent import react
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import chat_prompts
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import server_client
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.rewards import outcome
@@ -27,7 +27,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 def test_worker_group_through_the_server(server, tiny_index, tmp_path):
   url, served = server
-  tok = tokenizer_lib.load_tokenizer(REPO / 'tests/agent/golden/tiny_tokenizer')
+  tok = tokenizer_lib.load_tokenizer(REPO / 'tests/chat/golden/tiny_tokenizer')
   policy = server_client.ServerLLM(
       server_client.ServerConfig(base_urls=(url,), routed_experts=True),
       chat_prompts.RendererPrompts(tok),

@@ -3,8 +3,8 @@
 import collections
 
 from search_agent.synthesis import entities
+from search_agent.synthesis import evidence_paths as paths_lib
 from search_agent.synthesis import graph as graph_lib
-from search_agent.synthesis import paths as paths_lib
 from search_agent.synthesis import schema
 
 

@@ -18,7 +18,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # 'build' always runs (skipped when DIR/<corpus>-build.json exists);
   # drop 'latency' to only build.
   c.stages = ('build', 'latency')
-  # The issue's size: 1M documents of ~287 words (2Wiki lengths x 4).
+  # 1M documents of ~287 words (2Wiki lengths x 4).
   c.synthetic_docs = 1_000_000
   c.synthetic_seed = 0
   # The both-views build (the index the latency stage searches); False
@@ -63,10 +63,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.lucene = ml_collections.ConfigDict(
       dict(python='', jar='', java_home='/usr/lib/jvm/temurin-25-jdk-amd64')
   )
-  # Issue 19's speed targets for the Lucene backend's full pipeline (1M
-  # documents, 2 cores), checked in the output's `targets`
-  # (benchmark.SpeedTargets): each as measured and at the speed of the
-  # machine they were set on, where Pyserini answered 821 QPS on 1 client.
+  # Speed targets for the Lucene backend's full pipeline (1M documents, 2
+  # cores), checked in the output's `targets` (benchmark.SpeedTargets);
+  # peer_reference_qps scales them to the machine they were set on
+  # (docs/experiments/search-speed.md).
   c.targets = ml_collections.ConfigDict(
       dict(
           row='lucene backend: 3 views + RRF + snippets',

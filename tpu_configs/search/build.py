@@ -42,8 +42,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           # is one passage.
           passage_window_words=128,
           passage_stride_words=96,
-          # Lucene's English stopwords: ANCHORS.md measured 2.4x faster
-          # tantivy queries without them.
+          # Lucene's English stopwords, dropped: tantivy queries run faster
+          # without them (docs/decisions.md).
           remove_stopwords=True,
           stem=True,  # Snowball English
       )

@@ -51,8 +51,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           depth_factor=5,
           # Per view, overriding depth_factor: the passage view to depth k
           # (at least min_depth). It is the costliest view (3.2M passages
-          # at 1M documents); on the 4,189 :tiny synthesis tasks recall@10
-          # is unchanged on the dev and test splits (WORKSPACE, issue 19).
+          # at 1M documents); recall@10 on the tiny synthesis tasks holds
+          # (docs/experiments/search-speed.md).
           view_depth_factor=ml_collections.ConfigDict(dict(passage=1)),
           min_depth=20,
           max_k=100,

@@ -28,7 +28,7 @@ from absl import logging
 import jax
 
 from search_agent import distributed
-from search_agent.agent import chat_prompts
+from search_agent.chat import chat_prompts
 from search_agent.llm import openai_client
 from search_agent.llm import sampler_client
 from search_agent.llm import server_client

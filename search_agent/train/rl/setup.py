@@ -22,7 +22,7 @@ from search_agent.agent import budgets
 from search_agent.agent import managed_context
 from search_agent.agent import react
 from search_agent.agent import task as task_lib
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.corpus import sources
 from search_agent.filtering import climbing
 from search_agent.llm import registry

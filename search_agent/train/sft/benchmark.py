@@ -12,7 +12,7 @@ of every 50-token run supervised: 0.13 as in the `:learn` demonstrations,
 1.0 for pretraining):
   * `before`: one row per microbatch (`micro_steps=rows`), full remat,
     256-position logits chunks recomputed in the backward, MaxText's
-    dot-product attention (the tiny SFT settings before issue 14);
+    dot-product attention (the tiny SFT settings before the speed-ups);
   * `after`: the same microbatching with `--after_block`-position blocked
     attention (`ModelConfig.attention_block`: block pairs without a shared
     segment skipped), logits chunks of `--after_chunk` kept for the backward

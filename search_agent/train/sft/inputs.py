@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 from search_agent import distributed
 from search_agent import paths
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.model import config as model_config_lib
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train import data as data_lib

@@ -20,7 +20,7 @@ import jax
 
 from search_agent import distributed
 from search_agent import paths
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.model import config as model_config_lib
 from search_agent.model import hf_import
 from search_agent.model import maxtext_model

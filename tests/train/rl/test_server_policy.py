@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from search_agent.agent import chat_prompts
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import chat_prompts
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 from search_agent.llm import server_client
 from search_agent.train.rl import partial

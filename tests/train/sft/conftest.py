@@ -27,7 +27,7 @@ import json
 import pytest
 
 from search_agent.agent import chatml
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 
 REASONING_CHARS = 0
 OBSERVATION_CHARS = 1500

@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from eval import results
 from search_agent.agent import trajectory
 from search_agent.corpus.sources import CorpusSpec
+from search_agent.evaluation import results
 from search_agent.model import checkpoint_params
 from search_agent.model import families
 from search_agent.model import maxtext_model
@@ -33,7 +33,7 @@ from search_agent.train.sft import trainer
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
-TOKENIZER = 'tests/agent/golden/tiny_tokenizer'
+TOKENIZER = 'tests/chat/golden/tiny_tokenizer'
 # Equal lengths: one compile of the full forward for both.
 PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [100, 200, 300, 400, 500, 600, 700]]
 
@@ -162,7 +162,8 @@ def test_the_sampler_takes_the_sizes_the_run_was_trained_with(
 ):
   """A run trained with wider heads (model.dims) restores into the in-process
   sampler given the same `dims`, and is refused, naming the shapes, without."""
-  from eval import in_process  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from search_agent.evaluation import in_process
 
   wider = families.with_dims(families.model_preset('tiny'), ('head_dim=32',))
   cfg = _sft_config(wider, sft_jsonl, repo_root, lines=8, updates=1)

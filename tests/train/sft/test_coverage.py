@@ -9,7 +9,7 @@ over 95% of the supervised tokens.
 import numpy as np
 import pytest
 
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.train import data as data_lib
 from search_agent.train.sft import coverage
 

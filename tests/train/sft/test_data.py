@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from search_agent.agent import tokenizer as tokenizer_lib
 from search_agent.agent import trajectory
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.train import data as data_lib
 
 

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.model import families
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train import data as data_lib
