@@ -131,6 +131,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       snippet_words=24,
       system_prompt='agent_system_compact.md',
       tool_text='signature',
+      # 0: each stage its own context policy. N: SFT, evaluation and RL
+      # slide a window keeping N observations, the recipe's long horizon
+      # (with more eval.max_steps; docs/horizon.md).
+      keep_observations=0,
   )
   # The tasks stage: search_agent.synthesis.run with this config.
   c.tasks = dict(

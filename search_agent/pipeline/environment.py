@@ -30,6 +30,11 @@ class Environment:
     snippet_words: Longest snippet excerpt in words; 0 = the seed's 48.
     system_prompt: Prompt file (llm/prompts name or a path) with `{tools}`.
     tool_text: 'json' (tool schemas) or 'signature' (one line a tool).
+    keep_observations: 0 = each stage's own context policy (evaluation keeps
+      every observation; SFT and RL slide a window of 5). N > 0: SFT's
+      views, evaluation and RL all slide a window keeping the last N tool
+      observations: the recipe's horizon, where long rollouts train as
+      token segments (docs/horizon.md).
   """
 
   index_dir: str
@@ -38,6 +43,14 @@ class Environment:
   snippet_words: int = 0
   system_prompt: str = 'agent_system.md'
   tool_text: str = 'json'
+  keep_observations: int = 0
+
+  def __post_init__(self):
+    if self.keep_observations < 0:
+      raise ValueError(
+          f'env.keep_observations={self.keep_observations}: use 0 (each'
+          ' stage its own) or the observations the window keeps'
+      )
 
   def engine_config(self) -> engine_lib.EngineConfig:
     return engine_lib.snippet_words_config(self.snippet_words)
@@ -66,7 +79,19 @@ class Environment:
         'search.snippet_words': self.snippet_words,
         'rollout.system_prompt': self.system_prompt,
         'rollout.tool_text': self.tool_text,
+        **self._window('rollout.context_policy', 'rollout.keep_observations'),
     }
+
+  def sft_overrides(self) -> dict[str, Any]:
+    """`--config.*` overrides of tpu_configs/sft.py for this environment."""
+    return self._window('context_policy', 'keep_last_n_observations')
+
+  def _window(self, policy: str, keep: str) -> dict[str, Any]:
+    """The sliding window's two overrides; none at keep_observations 0,
+    so an earlier run's stages keep their hashes."""
+    if not self.keep_observations:
+      return {}
+    return {policy: 'sliding_window', keep: self.keep_observations}
 
   def eval_overrides(self) -> dict[str, Any]:
     """`--config.*` overrides of tpu_configs/eval.py for this environment."""
@@ -77,6 +102,7 @@ class Environment:
         'search.snippet_words': self.snippet_words,
         'system_prompt': self.system_prompt,
         'tool_text': self.tool_text,
+        **self._window('context.policy', 'context.keep_observations'),
     }
 
 

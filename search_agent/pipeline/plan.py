@@ -79,6 +79,7 @@ def env_of(c) -> environment.Environment:
       snippet_words=e.snippet_words,
       system_prompt=e.system_prompt,
       tool_text=e.tool_text,
+      keep_observations=e.get('keep_observations', 0),
   )
 
 
@@ -299,6 +300,7 @@ def _sft_stage(c, name: str, train: str, updates: int, extra) -> Stage:
           'eval_every': min(s.eval_every, updates),
           'checkpoint.every': max(1, updates // 4),
           **_rehearsal(c),
+          **env_of(c).sft_overrides(),
           **extra,
       },
   )

@@ -273,6 +273,40 @@ def test_one_environment_for_every_stage(tmp_path):
   assert o['rollout.system_prompt'] == env.system_prompt
 
 
+def test_the_horizon_slides_in_sft_eval_and_rl_only_when_asked():
+  """env.keep_observations: SFT's views, every evaluation and RL slide one
+  window; at 0 no stage gets an override (earlier runs stay reusable)."""
+  c = pipeline_config.get_config('learn')
+  before = {s.name: s.fingerprint() for s in plan.build(c)}
+  for stage in plan.build(c):
+    keys = {k.rpartition('.')[2] for k in stage.overrides}
+    assert not keys & {'keep_observations', 'keep_last_n_observations'}
+    assert stage.overrides.get('context.policy', 'none') == 'none'
+  c.env.keep_observations = 1
+  stages = {s.name: s for s in plan.build(c)}
+  sft = stages['sft'].overrides
+  assert (sft['context_policy'], sft['keep_last_n_observations']) == (
+      'sliding_window',
+      1,
+  )
+  for name in ('eval_before_sft', 'eval_after_sft', 'eval_after_rl'):
+    o = stages[name].overrides
+    assert (o['context.policy'], o['context.keep_observations']) == (
+        'sliding_window',
+        1,
+    )
+  rl = stages['rl'].overrides
+  assert (rl['rollout.context_policy'], rl['rollout.keep_observations']) == (
+      'sliding_window',
+      1,
+  )
+  assert stages['collect'].fingerprint() == before['collect']
+  assert stages['sft'].fingerprint() != before['sft']
+  c.env.keep_observations = -1
+  with pytest.raises(ValueError, match='keep_observations=-1'):
+    plan.build(c)
+
+
 def test_sft_starts_from_the_pretrain_stage_only_when_it_runs():
   c = pipeline_config.get_config('tiny')
   stages = {s.name: s for s in plan.build(c)}
