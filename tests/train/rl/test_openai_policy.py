@@ -1,5 +1,6 @@
 """rollout.policy='openai': its client, weight pushes and local server."""
 
+import contextlib
 import http.server
 import json
 import os
@@ -153,6 +154,26 @@ def test_a_local_server_for_the_openai_policy():
   c.rollout.local_servers.count = 2
   with pytest.raises(setup.RLSetupError, match='one endpoint'):
     local_servers.wanted(c)
+
+
+def test_the_local_server_becomes_the_openai_endpoint(tmp_path, monkeypatch):
+  started = []
+
+  @contextlib.contextmanager
+  def fake_started(specs, env, timeout_s, field):
+    del env, timeout_s, field
+    started.extend(specs)
+    yield ['http://127.0.0.1:5']
+
+  monkeypatch.setattr(local_servers.local, 'started', fake_started)
+  c = _openai()
+  c.rollout.local_servers.count = 1
+  c.tokenizer.path = str(TOKENIZER)
+  with local_servers.started(c, str(tmp_path)) as out:
+    assert out.rollout.openai.base_url == 'http://127.0.0.1:5/v1'
+    assert out.rollout.server_urls == ()
+  assert len(started) == 1
+  assert started[0].overrides['tokenizer'] == str(TOKENIZER)
 
 
 def _free_port() -> int:
