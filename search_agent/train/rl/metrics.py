@@ -52,9 +52,10 @@ def group_summary(groups: Sequence[Any]) -> dict[str, float]:
   }
 
 
-_POLICY_COUNTERS = (
+_ROLE_COUNTERS = (
     'policy_calls', 'policy_failed_calls', 'policy_http_requests',
-    'policy_http_retries',
+    'policy_http_retries', 'judge_calls', 'judge_failed_calls',
+    'judge_parse_failures', 'judge_parse_retries', 'judge_http_retries',
 )  # fmt: skip
 
 
@@ -111,11 +112,11 @@ def update_record(
       'released_sessions': sum(
           g.meta.get('released_sessions', 0) for g in groups
       ),
-      # The 'openai' policy (server_policy.role_counters): chat calls,
-      # failed calls and HTTP requests/retries of its client.
+      # The 'openai' policy (server_policy.role_counters) and the LLM
+      # judges (scoring.LLMScorer.counters): calls, failures, retries.
       **{
           k: sum(g.meta.get(k, 0) for g in groups)
-          for k in _POLICY_COUNTERS
+          for k in _ROLE_COUNTERS
       },
       'unrouted_rows': unrouted_rows,
       'grad_norm': grad_norm,

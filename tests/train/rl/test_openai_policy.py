@@ -1,5 +1,6 @@
 """rollout.policy='openai': its client, weight pushes and local server."""
 
+import asyncio
 import contextlib
 import http.server
 import json
@@ -10,15 +11,18 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 import httpx
 import jax.numpy as jnp
 import pytest
 
 from search_agent.agent import tokenizer as tokenizer_lib
+from search_agent.llm import protocol
 from search_agent.llm import role_client
 from search_agent.train.rl import local_servers
 from search_agent.train.rl import roles
+from search_agent.train.rl import rollout_worker
 from search_agent.train.rl import server_policy
 from search_agent.train.rl import setup
 from search_agent.train.rl import weight_sync
@@ -257,3 +261,36 @@ def test_an_rl_pulse_through_the_openai_routes(served, tmp_path):
   assert stats['weight_updates'] >= 2 and stats['requests'] > 0
   served_version = httpx.get(url + '/health').json()['version']
   assert max(seen) <= served_version <= recs[-1]['policy_version']
+
+
+def test_the_llm_judges_are_a_counted_role():
+  c = rl_config.get_config('tiny')
+  c.judge.kind = 'llm'
+  c.judge.llm = {'kind': 'scripted', 'name': 'j', 'script': ('<answer>',)}
+  scorer = setup.scorer(c)
+  assert isinstance(scorer.answer_judge, role_client.RoleLLM)
+  assert scorer.answer_judge.role == 'judge'
+  params = protocol.SamplingParams(max_tokens=4)
+  asyncio.run(scorer.claim_judge.chat([{'role': 'user', 'content': 'q'}],
+                                      params))  # fmt: skip
+  counts = scorer.counters()
+  assert counts['judge_calls'] == 1 and counts['judge_parse_failures'] == 0
+
+
+def test_the_worker_reports_policy_and_judge_counts_once():
+  class Counting:
+
+    def __init__(self, name, key):
+      self.n, self.key = 0, key
+      setattr(self, name, lambda: {self.key: self.n})
+
+  worker = types.SimpleNamespace(
+      policy=Counting('session_counters', 'policy_calls'),
+      scorer=Counting('counters', 'judge_calls'),
+      _counted={},
+  )
+  take = lambda: rollout_worker.RolloutWorker._new_session_counts(worker)  # pylint: disable=protected-access
+  worker.policy.n, worker.scorer.n = 3, 7
+  assert take() == {'policy_calls': 3, 'judge_calls': 7}
+  worker.policy.n = 5
+  assert take() == {'policy_calls': 2, 'judge_calls': 0}
