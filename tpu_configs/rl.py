@@ -224,8 +224,8 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
           # The policy the worker samples: 'in_process' (its own sampler),
           # 'server' (rollout servers, search_agent.serving, at server_urls;
           # new weights pushed by /update_weights) or 'openai' (an
-          # OpenAI-compatible endpoint; no versions, routing or weight push:
-          # see train/rl/server_policy.py).
+          # OpenAI-compatible endpoint at `openai`; no routing record, so
+          # parity.require_routing=False: see train/rl/server_policy.py).
           policy='in_process',
           # Iris partial rollouts (train/rl/partial.py): once an update has
           # its groups, in-flight rollouts hold (the server aborts the
@@ -234,8 +234,9 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
           # loss.objective='tis' (the :partial variant).
           partial=False,
           server_urls=(),
-          # 'server' with no server_urls: the run starts `count` rollout
-          # servers on its own host (train/rl/local_servers.py: `config`
+          # 'server' with no server_urls (or 'openai', count 1, at the
+          # server's /v1): the run starts `count` rollout servers on its
+          # own host (train/rl/local_servers.py: `config`
           # with the run's tokenizer, model sizes and in-flight rollouts as
           # slots, then `overrides` 'key=value'; `env` 'NAME=value' for the
           # children, one XLA:CPU device each by default). For CPU runs and
@@ -247,7 +248,22 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
               env=('XLA_FLAGS=--xla_force_host_platform_device_count=1',),
               start_timeout_s=600.0,
           ),
-          openai=dict(base_url='http://127.0.0.1:8000/v1', model=''),
+          # 'openai': the endpoint (llm/openai_client.OpenAIConfig fields;
+          # token ids and logprobs are always asked for).
+          openai=dict(
+              base_url='http://127.0.0.1:8000/v1',
+              model='',
+              api_key_env='',
+              timeout_s=600.0,
+              connect_timeout_s=10.0,
+              max_retries=4,
+              max_concurrency=64,
+          ),
+          # 'openai': push each published version to the endpoint's
+          # /update_weights (search_agent.serving; its tokens then carry
+          # the pushed versions). False for an endpoint whose operator
+          # loads the weights (tokens get the store's newest version).
+          openai_push_weights=True,
           # Benchmarks only: injected per-group tool latency (0 = none).
           latency_median_s=0.0,
           latency_p99_s=0.0,

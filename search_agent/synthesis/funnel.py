@@ -105,7 +105,7 @@ def markdown(report: dict[str, Any]) -> str:
   for s in f['stages']:
     name = s['stage']
     if name in f['skipped_stages']:
-      name += ' (role not configured: stage not run)'
+      name += ' (not run: no proposal got here, or the role is off)'
     lines.append(f'| {name} | {s["count"]:,} | {s["of_proposals"]:.1%} |')
   lines += [
       '',

@@ -13,6 +13,9 @@ first) before its first request, as to any server. Each child is tied to
 the run (PR_SET_PDEATHSIG), so a run killed by SIGKILL leaves no server
 behind; its output goes to `<workdir>/servers/server-<i>.log`.
 
+`rollout.policy='openai'` with `count` 1 does the same with one server and
+samples through its OpenAI routes (`rollout.openai.base_url` = its `/v1`).
+
 For CPU runs and hosts with accelerators to spare: on a TPU host the run
 already holds the chips, so point `rollout.server_urls` at servers on other
 hosts instead.
@@ -30,9 +33,17 @@ from search_agent.train.rl import setup
 def wanted(c) -> int:
   """How many local servers the config asks for (0 = none)."""
   r = c.rollout
+  n = int(r.local_servers.count)
+  if r.policy == 'openai':
+    if n > 1:
+      raise setup.RLSetupError(
+          f"rollout.policy='openai' talks to one endpoint: set"
+          f' rollout.local_servers.count to 0 or 1, not {n}'
+      )
+    return n
   if r.policy != 'server' or r.server_urls:
     return 0
-  return int(r.local_servers.count)
+  return n
 
 
 def overrides(c, tokenizer_path: str) -> dict[str, str]:
@@ -100,5 +111,8 @@ def started(c, workdir: str) -> Iterator:
       'rollout.local_servers.start_timeout_s',
   ) as urls:  # fmt: skip
     out = copy.deepcopy(c)
-    out.rollout.server_urls = tuple(urls)
+    if c.rollout.policy == 'openai':
+      out.rollout.openai.base_url = urls[0] + '/v1'
+    else:
+      out.rollout.server_urls = tuple(urls)
     yield out

@@ -52,6 +52,13 @@ def group_summary(groups: Sequence[Any]) -> dict[str, float]:
   }
 
 
+_ROLE_COUNTERS = (
+    'policy_calls', 'policy_failed_calls', 'policy_http_requests',
+    'policy_http_retries', 'judge_calls', 'judge_failed_calls',
+    'judge_parse_failures', 'judge_parse_retries', 'judge_http_retries',
+)  # fmt: skip
+
+
 def update_record(
     *,
     version,
@@ -105,6 +112,12 @@ def update_record(
       'released_sessions': sum(
           g.meta.get('released_sessions', 0) for g in groups
       ),
+      # The 'openai' policy (server_policy.role_counters) and the LLM
+      # judges (scoring.LLMScorer.counters): calls, failures, retries.
+      **{
+          k: sum(g.meta.get(k, 0) for g in groups)
+          for k in _ROLE_COUNTERS
+      },
       'unrouted_rows': unrouted_rows,
       'grad_norm': grad_norm,
       'update_seconds': wall_s,

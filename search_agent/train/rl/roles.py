@@ -29,7 +29,7 @@ import jax
 
 from search_agent import distributed
 from search_agent.chat import chat_prompts
-from search_agent.llm import openai_client
+from search_agent.llm import registry
 from search_agent.llm import sampler_client
 from search_agent.llm import server_client
 from search_agent.model import families
@@ -145,14 +145,7 @@ def policy_for(c, workdir: str, devices, tok) -> tuple[Any, Any]:
     sync = server_policy.ServerWeightSync(store, urls)
     return server_policy.SyncedServerLLM(llm, sync), sync
   if kind == 'openai':
-    o = c.rollout.openai
-    llm = openai_client.OpenAIClient(
-        openai_client.OpenAIConfig(
-            base_url=o.base_url, model=o.model, logprobs=True,
-            return_token_ids=True,
-        )
-    )  # fmt: skip
-    return server_policy.StampedLLM(llm, store), server_policy.NoSync()
+    return _openai_policy(c, store)
   if kind != 'in_process':
     raise setup.RLSetupError(
         f'rollout.policy {kind!r}: use one of {server_policy.POLICIES}'
@@ -171,6 +164,27 @@ def policy_for(c, workdir: str, devices, tok) -> tuple[Any, Any]:
   )
   synced = weight_sync.SyncedSampler(sampler, store)
   return sampler_client.SamplerLLM(synced, prompts), synced
+
+
+def _openai_policy(c, store: weight_sync.WeightStore) -> tuple[Any, Any]:
+  """The 'openai' policy: role 'policy' of the registry, token ids and
+  logprobs asked for; weights pushed to the endpoint's root when
+  `rollout.openai_push_weights` (server_policy.py)."""
+  if c.parity.require_routing:
+    raise setup.RLSetupError(
+        "rollout.policy='openai' returns no routing record: set"
+        ' parity.require_routing=False (the learner routes those rows'
+        ' afresh and counts them as unrouted_rows)'
+    )
+  section = dict(c.rollout.openai, logprobs=True, return_token_ids=True)
+  cfg = registry.from_dict({'kind': 'openai', 'name': 'policy',
+                            'openai': section})  # fmt: skip
+  llm = registry.build_role(cfg, 'policy')
+  if not c.rollout.openai_push_weights:
+    return server_policy.StampedLLM(llm, store), server_policy.NoSync()
+  root = server_policy.server_root(c.rollout.openai.base_url)
+  sync = server_policy.ServerWeightSync(store, (root,))
+  return server_policy.SyncedServerLLM(llm, sync), sync
 
 
 def _partial(c, workdir: str) -> dict[str, Any]:

@@ -249,15 +249,18 @@ class RolloutWorker:
     )
 
   def _new_session_counts(self) -> dict[str, int]:
-    """The policy's session counters since the last group that took them.
+    """The policy's and judges' counters since the last group that took them.
 
     Rollout servers: tokens weight pushes recomputed and sessions released
-    (server_policy.SyncedServerLLM); each count lands in one group only.
+    (server_policy.SyncedServerLLM); the 'openai' policy's and the LLM
+    judges' calls and retries (scoring.LLMScorer); each count lands in one
+    group only.
     """
-    counters = getattr(self.policy, 'session_counters', None)
-    if counters is None:
-      return {}
-    now = counters()
+    now = {}
+    for source in (self.policy, self.scorer):
+      for name in ('session_counters', 'counters'):
+        if (counters := getattr(source, name, None)) is not None:
+          now.update(counters())
     out = {k: v - self._counted.get(k, 0) for k, v in now.items()}
     self._counted = now
     return out

@@ -10,6 +10,7 @@ from typing import Any
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory as traj_lib
 from search_agent.llm import protocol
+from search_agent.llm import role_client
 from search_agent.rewards import claims as claims_lib
 from search_agent.rewards import deterministic_judge
 from search_agent.rewards import outcome
@@ -47,6 +48,20 @@ class LLMScorer:
         'claim_judge_calls': voting.judge_calls,
         'claim_judge_min_votes': voting.judge_min_votes,
     }
+
+  def counters(self) -> dict[str, int]:
+    """Cumulative counts of the judges built as roles (registry.build_role):
+    calls, failed calls, parse failures, re-asks and HTTP retries."""
+    out: dict[str, int] = {}
+    judges = {id(j): j for j in (self.answer_judge, self.claim_judge)}
+    for judge in judges.values():
+      if not isinstance(judge, role_client.RoleLLM):
+        continue
+      r = judge.report()
+      for key in ('calls', 'failed_calls', 'parse_failures', 'parse_retries',
+                  'http_retries'):  # fmt: skip
+        out[f'judge_{key}'] = out.get(f'judge_{key}', 0) + int(r.get(key, 0))
+    return out
 
   async def __call__(
       self, traj: traj_lib.Trajectory, task: task_lib.Task

@@ -12,18 +12,22 @@
     token is computed by the version the server stamps on it. Tokens keep
     the server's ids, logprobs, versions and routing records.
   * 'openai': any OpenAI-compatible chat endpoint (vLLM, SGLang, this
-    repo's server's /v1). Token ids come back only where the server returns
-    them (vLLM `return_token_ids`, or `token_id:N` logprob tokens; this
-    repo's server returns `token_ids` and `prompt_token_ids`); without them
-    every rollout fails the exactness check and is dropped. What is lost
-    against 'server': the endpoint renders each turn's prompt from text, so
-    a reply whose text does not re-tokenize to the sampled ids breaks the
-    prefix check (dropped, counted); no policy version on the tokens (they
-    are stamped with the store's newest version at request time, which
-    holds only if the endpoint's operator loads each published version
-    before the next requests); no routing record (set
-    `parity.require_routing=False`; the learner's forward routes afresh);
-    and no weight push.
+    repo's server's /v1), built through the role registry as role
+    'policy' (llm/registry.py: timeouts, retries, concurrency and
+    counters). Token ids come back only where the server returns them
+    (vLLM `return_token_ids`, or `token_id:N` logprob tokens; this repo's
+    server returns `token_ids`, `prompt_token_ids` and per-token
+    `policy_versions`); without them every rollout fails the exactness
+    check and is dropped. With `rollout.openai_push_weights` (this repo's
+    server) the worker pushes each published version to the endpoint's
+    root (`base_url` without `/v1`) as for 'server', and the tokens carry
+    the versions the server stamps; without it (an endpoint whose operator
+    loads the weights) tokens without a version get the store's newest at
+    request time. What is lost against 'server': the endpoint renders each
+    turn's prompt from text, so a reply whose text does not re-tokenize to
+    the sampled ids breaks the prefix check (dropped, counted), and there
+    is no routing record (set `parity.require_routing=False`; the learner
+    routes those rows afresh and counts them as `unrouted_rows`).
 
 A push that fails (server down, bad path) keeps that server on its old
 version and is recorded in `load_errors`; it is retried at the next call.
@@ -41,14 +45,25 @@ import httpx
 import numpy as np
 
 from search_agent.llm import protocol
+from search_agent.llm import role_client
 from search_agent.llm import server_client
 from search_agent.train.rl import weight_sync
 
 POLICIES = ('in_process', 'server', 'openai')
 
 
+def server_root(base_url: str) -> str:
+  """The server root of an OpenAI `base_url` (its `/v1` suffix removed)."""
+  url = base_url.rstrip('/')
+  return url[: -len('/v1')] if url.endswith('/v1') else url
+
+
 class ServerWeightSync:
-  """Pushes the weight store's newest version to every rollout server.
+  """Pushes the weight store's newest publish to every rollout server.
+
+  A server is up to date when it took the store's newest version under
+  that version's publish id: a resumed learner that publishes a version
+  number again (weight_sync.WeightStore.rollback) is pushed again.
 
   Attributes:
     load_errors: (version, url, message) of every failed push.
@@ -69,51 +84,61 @@ class ServerWeightSync:
     self.timeout_s = timeout_s
     self.load_errors: list[tuple[int, str, str]] = []
     self.loads: list[int] = []
-    self.versions = {u: -1 for u in self.urls}
+    # url -> (version, publish id) it serves; (-1, '') before a push.
+    self.served = {u: (-1, '') for u in self.urls}
     self.recomputed_tokens: dict[int, int] = {}
     self._lock = threading.Lock()
+
+  @property
+  def versions(self) -> dict[str, int]:
+    return {u: v for u, (v, _) in self.served.items()}
 
   @property
   def policy_version(self) -> int:
     return min(self.versions.values())
 
   def refresh(self) -> int:
-    """Pushes the newest version where a server is older; returns the min."""
+    """Pushes the newest publish where a server serves another; returns the
+    oldest version served."""
     with self._lock:
-      latest = self.store.latest_version()
-      if latest is None or latest <= self.policy_version:
+      latest = self.store.latest()
+      if latest is None or all(s == latest for s in self.served.values()):
         return self.policy_version
+      version = latest[0]
       with httpx.Client(timeout=self.timeout_s) as client:
         for url in self.urls:
-          if self.versions[url] >= latest:
+          if self.served[url] == latest:
             continue
           try:  # always push: a fresh server's own version 0 is not ours
-            resp = client.post(
-                url + '/update_weights',
-                json={
-                    'path': str(self.store.root),
-                    'version': latest,
-                    'step': latest,
-                    'abort_in_flight': False,
-                },
-            )
-            if resp.status_code != 200:
-              raise weight_sync.WeightSyncError(
-                  f'HTTP {resp.status_code}: {resp.text[:300]}'
-              )
-            self.versions[url] = latest
-            self.recomputed_tokens[latest] = self.recomputed_tokens.get(
-                latest, 0
-            ) + int(resp.json().get('recomputed_tokens', 0))
+            self._push(client, url, version)
+            self.served[url] = latest
           except (httpx.HTTPError, weight_sync.WeightSyncError) as e:
-            self.load_errors.append((latest, url, f'{type(e).__name__}: {e}'))
+            self.load_errors.append((version, url, f'{type(e).__name__}: {e}'))
             logging.warning(
                 'server %s keeps version %d: pushing %d failed: %s',
-                url, self.versions[url], latest, e,
+                url, self.versions[url], version, e,
             )  # fmt: skip
-      if self.policy_version == latest:
-        self.loads.append(latest)
+      if all(s == latest for s in self.served.values()):
+        self.loads.append(version)
       return self.policy_version
+
+  def _push(self, client: httpx.Client, url: str, version: int) -> None:
+    resp = client.post(
+        url + '/update_weights',
+        json={
+            'path': str(self.store.root),
+            'version': version,
+            'step': version,
+            'abort_in_flight': False,
+        },
+    )
+    if resp.status_code != 200:
+      raise weight_sync.WeightSyncError(
+          f'HTTP {resp.status_code}: {resp.text[:300]}'
+      )
+    self.recomputed_tokens[version] = self.recomputed_tokens.get(
+        version, 0
+    ) + int(resp.json().get('recomputed_tokens', 0))
 
   def wait_for_weights(
       self, timeout_s: float, sleep: Callable[[float], None] = time.sleep
@@ -131,8 +156,25 @@ class ServerWeightSync:
     return self.policy_version
 
 
+def role_counters(llm: Any) -> dict[str, int]:
+  """The HTTP counters of a `RoleLLM` policy ('openai'), else none."""
+  if not isinstance(llm, role_client.RoleLLM):
+    return {}
+  r = llm.report()
+  return {
+      'policy_calls': r['calls'],
+      'policy_failed_calls': r['failed_calls'],
+      'policy_http_requests': r.get('http_requests', 0),
+      'policy_http_retries': r.get('http_retries', 0),
+  }
+
+
 class SyncedServerLLM:
-  """An `LLM` that syncs the servers' weights before each call."""
+  """An `LLM` that syncs the servers' weights before each call.
+
+  The wrapped LLM is a `RoutedServerLLM` ('server') or the 'openai'
+  policy's `RoleLLM` (no sessions to release).
+  """
 
   def __init__(self, llm: Any, sync: ServerWeightSync):
     self.llm, self.sync = llm, sync
@@ -148,13 +190,16 @@ class SyncedServerLLM:
 
   async def release(self, completions: Sequence[protocol.Completion]) -> int:
     """Releases a finished trajectory's sessions on the servers."""
-    return await self.llm.release(completions)
+    release = getattr(self.llm, 'release', None)
+    return 0 if release is None else await release(completions)
 
   def session_counters(self) -> dict[str, int]:
-    """Cumulative: session tokens recomputed by pushes, sessions released."""
+    """Cumulative: session tokens recomputed by pushes, sessions released,
+    and the 'openai' policy's calls and HTTP requests."""
     return {
         'push_recomputed_tokens': sum(self.sync.recomputed_tokens.values()),
-        'released_sessions': self.llm.released_sessions,
+        'released_sessions': getattr(self.llm, 'released_sessions', 0),
+        **role_counters(self.llm),
     }
 
 
@@ -238,9 +283,14 @@ class StampedLLM:
         for c in out
     ]  # fmt: skip
 
+  def session_counters(self) -> dict[str, int]:
+    """Cumulative: the policy's calls and HTTP requests."""
+    return role_counters(self.llm)
+
 
 class NoSync:
-  """The 'openai' policy's sync: none (the endpoint loads its own weights)."""
+  """The 'openai' policy's sync without pushes (the endpoint's operator
+  loads the weights)."""
 
   loads: list[int] = []
   load_errors: list[Any] = []

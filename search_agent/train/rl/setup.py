@@ -254,5 +254,5 @@ def scorer(c) -> Any:
     raise RLSetupError(
         f'judge.kind {c.judge.kind!r}: use "llm" or "deterministic"'
     )
-  llm = registry.build(registry.from_dict(c.judge.llm.to_dict()))
+  llm = registry.build_role(registry.from_dict(c.judge.llm.to_dict()), 'judge')
   return scoring.LLMScorer(llm, llm, configs.claim_voting(c), weights)
