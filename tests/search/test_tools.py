@@ -308,3 +308,20 @@ def test_service_errors_raise_propagates_the_failure(wiki_engine):
     _run(box, 'search', query=['x'])
   with pytest.raises(ValueError, match='service_errors'):
     tools.ToolboxConfig(service_errors='ignore')
+
+
+def test_a_service_that_times_out_is_a_failed_call_too():
+  def timeout(request):
+    raise httpx.ReadTimeout('timed out', request=request)
+
+  http = client_lib.HttpSearch(
+      'http://test',
+      transport=httpx.MockTransport(timeout),
+      retries=1,
+      backoff_s=0.01,
+  )
+  box = tools.Toolbox(http)
+  result = _run(box, 'search', query=['Teutberga'])
+  assert 'unreachable after 2 attempt(s): ReadTimeout' in result.error
+  assert result.text.startswith('Error: the search service failed (')
+  assert result.data == {'service_error': True}
