@@ -171,4 +171,6 @@ def open_engine(
   analyzer = QueryAnalyzer(
       stem=build.stem, remove_stopwords=build.remove_stopwords
   )
-  return SearchEngine(backend, config, guard, analyzer=analyzer)
+  return SearchEngine(
+      backend, config, guard, analyzer=analyzer, idf=backend.term_idf
+  )

@@ -326,7 +326,13 @@ def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
     analyzer = QueryAnalyzer(
         stem=build.stem, remove_stopwords=build.remove_stopwords
     )
-    return SearchEngine(backend, engine_config(c), guard, analyzer=analyzer)
+    return SearchEngine(
+        backend,
+        engine_config(c),
+        guard,
+        analyzer=analyzer,
+        idf=backend.term_idf,  # corpus idf: tantivy's snippets
+    )
   raise ValueError(
       "backend must be 'tantivy', 'lucene' or 'opensearch', got"
       f' {c.backend!r}'

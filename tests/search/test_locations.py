@@ -109,7 +109,8 @@ def test_index_build_on_the_cluster_leaves_a_directory_that_opens_it(
     elasticsearch_cluster_urls, tmp_path
 ):
   """`index.build` on the cluster, then the build's directory opens the
-  cluster's indices, ranking as the tantivy build of the same documents."""
+  cluster's indices, ranking and cutting snippets as the tantivy build of
+  the same documents."""
   prefix = f'test-loc-{uuid.uuid4().hex[:8]}'
   cluster_dir = _build(
       tmp_path / 'cluster',
@@ -121,8 +122,13 @@ def test_index_build_on_the_cluster_leaves_a_directory_that_opens_it(
   )
   tantivy_dir = _build(tmp_path / 'tantivy')
   assert locations.resolve(tantivy_dir) == ''
-  assert locations.resolve(cluster_dir) == locations.cluster_location(
-      'elasticsearch', elasticsearch_cluster_urls, prefix
+  # build.py:tiny's shorter client timeout travels with the location.
+  assert (
+      locations.resolve(cluster_dir)
+      == locations.cluster_location(
+          'elasticsearch', elasticsearch_cluster_urls, prefix
+      )
+      + '?request_timeout_s=10.0'
   )
   engine = locations.open_engine(cluster_dir)
   local = locations.open_engine(tantivy_dir)
@@ -138,6 +144,12 @@ def test_index_build_on_the_cluster_leaves_a_directory_that_opens_it(
         for a, b in zip(ours, theirs)
     ]
     assert sum(overlap) / len(overlap) >= 0.9, overlap
+    # Snippets from corpus idf (EsBackend.term_idf), as tantivy's.
+    same = [
+        [(h.doc_id, h.snippet) for h in a] == [(h.doc_id, h.snippet) for h in b]
+        for a, b in zip(ours, theirs)
+    ]
+    assert sum(same) >= 0.9 * len(same), sum(same)
   finally:
     local.close()
     engine.close()
