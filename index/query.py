@@ -9,6 +9,13 @@ Another backend, as a serve config opens it (e.g. an Elasticsearch cluster):
       --config.backend=opensearch --config.opensearch.cluster.flavor=elasticsearch \
       --config.opensearch.cluster.hosts="('http://127.0.0.1:9301',)" --query=...
 
+A cluster build's directory (`index.build --config.backend=opensearch`
+writes its location there) or a location opens the cluster too:
+
+  python -m index.query --index_dir=/tmp/es-build/index --query=...
+  python -m index.query \
+      --index_dir=elasticsearch://127.0.0.1:9301,127.0.0.1:9302/PREFIX ...
+
 A malformed query prints its error and the others still run.
 """
 
@@ -16,12 +23,15 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from search_agent.search import locations
 from search_agent.search import service
 from search_agent.search.parser import QueryError
-from search_agent.search.tantivy_backend import tantivy_engine
 
 _INDEX_DIR = flags.DEFINE_string(
-    'index_dir', None, 'A built tantivy index directory (without --config).'
+    'index_dir',
+    None,
+    'A built index (without --config): a tantivy directory, a cluster'
+    " build's directory or a cluster location (search/locations.py).",
 )
 _CONFIG = config_flags.DEFINE_config_file(
     'config',
@@ -44,7 +54,7 @@ def main(argv):
     # The config's index_dir (for tantivy/lucene) or its cluster section.
     engine = service.open_engine(_CONFIG.value, workdir='.')
   else:
-    engine = tantivy_engine(_INDEX_DIR.value)
+    engine = locations.open_engine(_INDEX_DIR.value)
   try:
     results = engine.search_or_errors(queries, _K.value)
   finally:

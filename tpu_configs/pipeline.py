@@ -4,7 +4,8 @@
 
 Stages (each its own binary, DIR/<stage>, reused while its inputs are
 unchanged; search_agent/pipeline/plan.py wires them):
-  index            index.build over the bundled 2Wiki corpus (tantivy)
+  index            index.build over the bundled 2Wiki corpus (tantivy, or
+                   a cluster: --config.search.backend=elasticsearch)
   tasks            synthesis.run :tiny
   tokenizer        the tiny BPE every model stage shares
   pretrain         next-token pretraining on the corpus (train.sft pretrain
@@ -135,6 +136,20 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # slide a window keeping N observations, the recipe's long horizon
       # (with more eval.max_steps; docs/horizon.md).
       keep_observations=0,
+  )
+  # Where the index is built and searched: 'tantivy' (embedded, in
+  # DIR/index/index) or a cluster, 'elasticsearch' or 'opensearch': the
+  # index stage builds <prefix>-doc/-passage on `hosts` (shards x replicas)
+  # and leaves their location in DIR/index/index, where collect, every
+  # eval and RL open it (search_agent/search/locations.py). The defaults
+  # are the 3-node cluster of `ELASTICSEARCH_PORT=9301
+  # ELASTICSEARCH_NODES=3 bash launch/elasticsearch.sh start`.
+  c.search = dict(
+      backend='tantivy',
+      hosts=tuple(f'http://127.0.0.1:{p}' for p in (9301, 9302, 9303)),
+      prefix='search-agent-pipeline',
+      shards=1,
+      replicas=0,
   )
   # The tasks stage: search_agent.synthesis.run with this config.
   c.tasks = dict(

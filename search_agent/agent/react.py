@@ -9,8 +9,10 @@ observation, and the loop goes on. A reply with a valid `<answer>` ends the
 run even if it also holds tool calls (they are not run). Several calls in
 one reply run one after another, in order (ref_ids stay deterministic).
 Agent mistakes never raise; infrastructure failures (LLMError after the
-client's retries, a search service that is down) propagate, and the runner
-records the trajectory as 'failed'. Budgets and context policies are
+client's retries) propagate, and the runner records the trajectory as
+'failed'. A search service that fails after its retries is the toolbox's
+to report: a failed call's error observation by default
+(`ToolboxConfig.service_errors`). Budgets and context policies are
 described in `budgets.py` and `managed_context.py`; the status and
 `budgets_hit` of the returned Trajectory say which limit ended the run.
 """

@@ -23,11 +23,11 @@ from search_agent.llm import protocol
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import client as client_lib
 from search_agent.search import engine as engine_lib
+from search_agent.search import locations
 from search_agent.search import reranker as reranker_lib
 from search_agent.search import tantivy_build
 from search_agent.search import tantivy_index
 from search_agent.search import tools as tools_lib
-from search_agent.search.tantivy_backend import tantivy_engine
 
 TOOLSETS = ('default', 'browsecomp_plus')
 
@@ -91,7 +91,7 @@ def toolbox_factory(
     raise EvalSetupError(f'search.toolset {toolset!r} is not one of {TOOLSETS}')
   engine = None
   if search['index_dir']:
-    engine = tantivy_engine(search['index_dir'], engine_config(search))
+    engine = locations.open_engine(search['index_dir'], engine_config(search))
     backend = engine
   else:
     backend = client_lib.HttpSearch(search['url'])
@@ -101,7 +101,11 @@ def toolbox_factory(
     make = _default(search, backend, aux)
   make.manifest.update(
       toolset=toolset,
-      backend='tantivy' if engine else 'http',
+      backend=(
+          ('cluster' if locations.resolve(search['index_dir']) else 'tantivy')
+          if engine
+          else 'http'
+      ),
       index_dir=search['index_dir'],
       url=search['url'],
       aux_llm=getattr(aux, 'name', None),

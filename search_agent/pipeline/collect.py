@@ -38,7 +38,11 @@ from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.pipeline import environment
 
 _TASKS = flags.DEFINE_string('tasks', None, 'Task JSONL.')
-_INDEX = flags.DEFINE_string('index_dir', None, 'Tantivy index directory.')
+_INDEX = flags.DEFINE_string(
+    'index_dir',
+    None,
+    "Tantivy index directory, or a cluster build's (search/locations.py).",
+)
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 _LIMIT = flags.DEFINE_integer('limit', 0, 'First N tasks; 0 = all.')
 _ROLLOUTS = flags.DEFINE_integer('rollouts', 3, 'Rollouts per task.')

@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator, Sequence
 from search_agent.agent import react
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.search import engine as engine_lib
+from search_agent.search import locations
 from search_agent.search import tools as tools_lib
-from search_agent.search.tantivy_backend import tantivy_engine
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -24,7 +24,8 @@ class Environment:
   """What the agent sees.
 
   Attributes:
-    index_dir: The embedded tantivy index.
+    index_dir: The index: a tantivy directory, or a cluster build's
+      directory or location (search/locations.py).
     tools: Tools offered, in schema order.
     top_k: Results per search query.
     snippet_words: Longest snippet excerpt in words; 0 = the seed's 48.
@@ -111,7 +112,7 @@ def open_toolboxes(
     env: Environment,
 ) -> Iterator[Callable[[], tools_lib.Toolbox]]:
   """Opens the index; yields a factory of fresh Toolboxes; closes it."""
-  engine = tantivy_engine(env.index_dir, env.engine_config())
+  engine = locations.open_engine(env.index_dir, env.engine_config())
   config = tools_lib.ToolboxConfig(tools=tuple(env.tools), top_k=env.top_k)
   try:
     yield lambda: tools_lib.Toolbox(engine, config=config)

@@ -83,13 +83,33 @@ def env_of(c) -> environment.Environment:
   )
 
 
+SEARCH_BACKENDS = ('tantivy', 'elasticsearch', 'opensearch')
+
+
 def _index(c) -> Stage:
-  del c
+  """index.build; on a cluster (search.backend) the stages that search
+  open it through the location it leaves in {index}/index."""
+  s = c.search
+  if s.backend not in SEARCH_BACKENDS:
+    raise PlanError(f'search.backend {s.backend!r}: use {SEARCH_BACKENDS}')
+  overrides: dict[str, Any] = {'progress': False}
+  if s.backend != 'tantivy':  # only then: earlier runs' index stays reusable
+    overrides.update(
+        {
+            'backend': 'opensearch',
+            'opensearch.cluster.flavor': s.backend,
+            'opensearch.cluster.hosts': tuple(s.hosts),
+            'opensearch.index.prefix': s.prefix,
+            'opensearch.index.shards': s.shards,
+            'opensearch.index.replicas': s.replicas,
+            'overwrite': True,  # a rerun of the stage swaps the aliases
+        }
+    )
   return Stage(
       name='index',
       module='index.build',
       config='tpu_configs/search/build.py',
-      overrides={'progress': False},
+      overrides=overrides,
   )
 
 

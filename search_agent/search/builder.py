@@ -9,6 +9,7 @@ import pathlib
 from search_agent.corpus.manifest import BuildManifest
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.search import es_backend
+from search_agent.search import locations
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.es_build import build_es_from_spec
 from search_agent.search.lucene_index import build_lucene_index
@@ -24,6 +25,8 @@ def build_index(c, index_dir: pathlib.Path) -> BuildManifest:
     ValueError: for a backend not in `BACKENDS`.
   """
   spec, views = CorpusSpec(**c.corpus), IndexBuildConfig(**c.index)
+  if c.backend != 'opensearch':  # a local index: the directory is it
+    (pathlib.Path(index_dir) / locations.LOCATION_FILE).unlink(missing_ok=True)
   if c.backend == 'tantivy':
     return build_tantivy_index(
         spec,
@@ -42,12 +45,16 @@ def build_index(c, index_dir: pathlib.Path) -> BuildManifest:
         progress=c.progress,
     )
   if c.backend == 'opensearch':
-    return build_es_from_spec(
+    config = es_backend.es_index_config(c.opensearch)
+    manifest = build_es_from_spec(
         spec,
-        es_backend.es_index_config(c.opensearch),
+        config,
         views,
         manifest_dir=index_dir,
         overwrite=c.overwrite,
         progress=c.progress,
     )
+    # index_dir now stands for the cluster's indices (locations.py).
+    locations.write(index_dir, locations.of_config(config))
+    return manifest
   raise ValueError(f'backend must be one of {BACKENDS}, got {c.backend!r}')

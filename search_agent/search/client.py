@@ -90,7 +90,7 @@ def search_batch(
   try:
     answers = engine.search_or_errors(queries, k)
   except BackendError as e:
-    raise SearchServiceError(f'search failed: {e}') from e
+    raise SearchServiceError(f'search failed: {type(e).__name__}: {e}') from e
   return [
       QueryResult(query=q, error=str(a))
       if isinstance(a, parser.QueryError)
@@ -114,7 +114,9 @@ class LocalSearch:
     try:
       return await asyncio.to_thread(self.engine.get_documents, doc_ids)
     except BackendError as e:
-      raise SearchServiceError(f'get_documents failed: {e}') from e
+      raise SearchServiceError(
+          f'get_documents failed: {type(e).__name__}: {e}'
+      ) from e
 
   async def aclose(self) -> None:
     pass

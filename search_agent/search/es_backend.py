@@ -20,6 +20,7 @@ import datetime
 import hashlib
 import json
 import logging
+import math
 import time
 from typing import Any, Callable, Iterable, Sequence
 import uuid
@@ -277,6 +278,8 @@ class EsBackend:
     self._client = SearchClient(config.cluster)
     self._batch = config.queries_per_msearch
     self._names = es_bodies.index_names(config.index_prefix)
+    self._idf: dict[str, float] = {}
+    self._idf_n: int | None = None
     try:
       self._check_indices(config)
     except BackendError:
@@ -405,6 +408,53 @@ class EsBackend:
   def num_documents(self) -> int:
     return self._retrying('count', self._count)
 
+  def term_idf(self, terms: Sequence[str]) -> dict[str, float]:
+    """BM25 idf of index terms in the doc view, for snippet scoring (as
+    tantivy's and Lucene's `term_idf`: the same snippets on any backend).
+
+    A term's document frequency is counted once (one `_msearch` of
+    `size: 0` term counts for the terms not seen yet) and kept, as is the
+    document count: they describe the index this backend opened.
+
+    Raises:
+      ShardFailureError: a count missed a shard, after the retries.
+    """
+    terms = list(terms)
+    idf = {t: self._idf[t] for t in terms if t in self._idf}
+    new = [t for t in dict.fromkeys(terms) if t not in idf]
+    if new:
+      if self._idf_n is None:
+        self._idf_n = self.num_documents()
+      n = self._idf_n
+      dfs = self._retrying('doc freqs', self._doc_freqs, new)
+      for t, df in zip(new, dfs):
+        idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        if len(self._idf) < _IDF_CACHE_TERMS:
+          self._idf[t] = idf[t]
+    return idf
+
+  def _doc_freqs(self, terms: list[str]) -> list[int]:
+    header = {
+        'index': self._names['doc'],
+        'allow_partial_search_results': False,
+    }
+    body = []
+    for t in terms:
+      body.append(header)
+      body.append(
+          {
+              'size': 0,
+              'track_total_hits': True,
+              'query': {'term': {es_bodies.VIEW_FIELDS['doc']: t}},
+          }
+      )
+    response = self._client.call('msearch', self._client.raw.msearch, body=body)
+    out = []
+    for t, answer in zip(terms, response['responses']):
+      _check_answer(answer, f'document frequency of {t!r}')
+      out.append(int(answer['hits']['total']['value']))
+    return out
+
   def _count(self) -> int:
     response = self._client.call(
         'count', self._client.raw.count, index=self._names['doc']
@@ -414,6 +464,10 @@ class EsBackend:
 
   def close(self) -> None:
     self._client.close()
+
+
+# How many terms' idf a backend keeps (then each new term is counted).
+_IDF_CACHE_TERMS = 1_000_000
 
 
 def _check_answer(answer: dict[str, Any], what: str) -> None:

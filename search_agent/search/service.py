@@ -181,8 +181,12 @@ def create_app(engine: SearchEngine, limits: ServiceLimits) -> fastapi.FastAPI:
   async def blocking(fn, *args):
     try:
       return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
-    except (BackendError, client_lib.SearchServiceError) as e:
+    except client_lib.SearchServiceError as e:
       raise _BadRequest(503, f'search backend failed: {e}') from e
+    except BackendError as e:  # named: the agent's tool error shows it
+      raise _BadRequest(
+          503, f'search backend failed: {type(e).__name__}: {e}'
+      ) from e
 
   @app.exception_handler(_BadRequest)
   async def bad_request(_, exc: _BadRequest):
@@ -322,7 +326,13 @@ def open_engine(c, workdir: str | pathlib.Path) -> SearchEngine:
     analyzer = QueryAnalyzer(
         stem=build.stem, remove_stopwords=build.remove_stopwords
     )
-    return SearchEngine(backend, engine_config(c), guard, analyzer=analyzer)
+    return SearchEngine(
+        backend,
+        engine_config(c),
+        guard,
+        analyzer=analyzer,
+        idf=backend.term_idf,  # corpus idf: tantivy's snippets
+    )
   raise ValueError(
       "backend must be 'tantivy', 'lucene' or 'opensearch', got"
       f' {c.backend!r}'

@@ -4,10 +4,16 @@ A `Toolbox` serves one trajectory. Documents get ref_ids `r1, r2, ...` in the
 order search first returns them; the same document keeps its ref_id for the
 whole trajectory. `execute(call)` never raises for the agent's mistakes (an
 unknown tool, bad arguments, an unknown ref_id, a cursor past the end, a
-blocked URL): they come back as error observations. Infrastructure
-failures (the search service down, a summarizer or reranker that fails with
-`on_error='raise'`) do raise, so that a rollout is marked failed rather than
-trained on a broken observation. The leakage guard (Iris) acts at three
+blocked URL): they come back as error observations. So does a search
+service that failed after its client's retries (`SearchServiceError`: the
+service unreachable, a timeout, a search that lost a shard with no replica
+to serve it) when `service_errors='observe'` (the default): the agent sees
+`Error: the search service failed (...)` naming the cause, the call is a
+failed one (`ToolResult.error` set, `data['service_error']` True), and no
+partial or stale list is ever shown; with 'raise' the `SearchServiceError`
+propagates and the runner marks the rollout failed. Other infrastructure
+failures (a summarizer or reranker that fails with `on_error='raise'`)
+raise. The leakage guard (Iris) acts at three
 points here: search results, documents read through visit/open/find, and
 any argument that names a blocked URL from memory.
 
@@ -49,6 +55,22 @@ class ToolResult:
   urls: tuple[str, ...] = ()
 
 
+SERVICE_ERRORS = ('observe', 'raise')
+
+
+def service_error_result(error: client_lib.SearchServiceError) -> ToolResult:
+  """The failed call's observation of a search service failure."""
+  msg = (
+      f'the search service failed ({error}); this call returned nothing.'
+      ' It is not your query: call the tool again, or go on without it'
+  )
+  return ToolResult(
+      text=f'Error: {msg}',
+      error=f'SearchServiceError: {error}',
+      data={'service_error': True},
+  )
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ToolboxConfig:
   """Which tools the agent gets and how they behave.
@@ -63,6 +85,10 @@ class ToolboxConfig:
     pages: Paging of open/find.
     visit: Page reading of visit.
     rerank: The LLM reranker (off by default).
+    service_errors: What a `SearchServiceError` (raised by the search
+      service after its retries) becomes: 'observe' (a failed call's error
+      observation, the run goes on) or 'raise' (it propagates: the rollout
+      is recorded as failed).
   """
 
   tools: tuple[str, ...] = ('search', 'visit')
@@ -72,9 +98,15 @@ class ToolboxConfig:
   pages: pages_lib.PageConfig = pages_lib.PageConfig()
   visit: visit_lib.VisitConfig = visit_lib.VisitConfig()
   rerank: reranker_lib.RerankConfig = reranker_lib.RerankConfig()
+  service_errors: str = 'observe'
 
   def __post_init__(self):
     schemas.tool_schemas(self.tools)  # raises for an unknown tool
+    if self.service_errors not in SERVICE_ERRORS:
+      raise ValueError(
+          f'service_errors must be one of {SERVICE_ERRORS}, got'
+          f' {self.service_errors!r}'
+      )
     if self.top_k < 1:
       raise ValueError(f'top_k must be >= 1, got {self.top_k}')
 
@@ -190,7 +222,12 @@ class Toolbox:
         'open': self._open,
         'find': self._find,
     }[call.name]
-    return await method(**args)
+    try:
+      return await method(**args)
+    except client_lib.SearchServiceError as e:
+      if self.config.service_errors == 'raise':
+        raise
+      return service_error_result(e)
 
   async def _search(self, query: Sequence[str]) -> ToolResult:
     k = self.config.top_k

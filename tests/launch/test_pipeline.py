@@ -667,3 +667,42 @@ def test_held_out_phrasings_are_scored_after_sft_and_after_rl():
   assert not set(plan.PHRASING_EVALS.values()) & set(stages)
   assert 'phrasings' not in stages['report'].flags
   assert stages['tasks'].overrides['heldout_phrasings'] == 0
+
+
+def test_the_search_backend_reaches_the_index_and_every_stage_that_searches(
+    tmp_path,
+):
+  c = pipeline_config.get_config('tiny')
+  c.rl_seen.enabled = True
+  tantivy = {s.name: s for s in plan.build(c)}
+  assert tantivy['index'].overrides == {'progress': False}  # hash kept
+  c.search.backend = 'elasticsearch'
+  c.search.shards, c.search.replicas = 4, 1
+  stages = {s.name: s for s in plan.build(c)}
+  index = stages['index']
+  assert index.overrides['backend'] == 'opensearch'
+  assert index.overrides['opensearch.cluster.flavor'] == 'elasticsearch'
+  assert index.overrides['opensearch.index.shards'] == 4
+  assert index.overrides['opensearch.index.replicas'] == 1
+  argv = index.argv(sys.executable, str(tmp_path))
+  hosts = "('http://127.0.0.1:9301', 'http://127.0.0.1:9302',"
+  assert any(a.startswith('--config.opensearch.cluster.hosts=' + hosts)
+             for a in argv)  # fmt: skip
+  # Every stage that searches opens {index}/index, where the cluster build
+  # leaves its location (search/locations.py): it reads the index stage.
+  searching = {
+      'collect': stages['collect'].flags['index_dir'],
+      'rl': stages['rl'].overrides['search.index_dir'],
+      **{
+          n: s.overrides['search.index_dir']
+          for n, s in stages.items()
+          if n.startswith('eval_')
+      },
+  }
+  assert len(searching) >= 7, sorted(searching)
+  for name, index_dir in searching.items():
+    assert index_dir == '{index}/index', name
+    assert 'index' in stages[name].inputs(), name
+  c.search.backend = 'solr'
+  with pytest.raises(plan.PlanError, match='search.backend'):
+    plan.build(c)

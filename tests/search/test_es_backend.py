@@ -6,6 +6,7 @@ a long document split into many passages.
 """
 
 import dataclasses
+import math
 import uuid
 
 import pytest
@@ -230,3 +231,21 @@ def test_duplicate_doc_ids_are_refused(cluster, corpus):
       es_backend.build_es_index(cfg, [corpus[0], corpus[0]], BUILD)
   finally:
     cluster.delete_indices(cfg.index_prefix)
+
+
+def test_term_idf_is_the_corpus_bm25_idf_of_the_doc_view(backend, corpus):
+  """Snippets score with corpus idf, as tantivy's and Lucene's do."""
+  analyzer = analysis.QueryAnalyzer(stem=True, remove_stopwords=True)
+  terms = analyzer.terms('born film queen American Zzyzzyvaqx')
+  docs = [set(analyzer.terms(d.text)) for d in corpus]
+  n = len(corpus)
+  expected = {}
+  for t in terms:
+    df = sum(t in d for d in docs)
+    expected[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+  got = backend.term_idf(terms)
+  assert got.keys() == expected.keys()
+  for t in terms:
+    assert got[t] == pytest.approx(expected[t], rel=1e-9), t
+  assert got[terms[-1]] == max(got.values())  # df 0
+  assert backend.term_idf(terms[:2]) == {t: got[t] for t in terms[:2]}

@@ -10,14 +10,15 @@ disturbs no other test, and the tests run in order on it:
 
 The node-loss tests SIGKILL one node's JVM by pid while the search service
 (the real app, `service.create_app`, reached through `client.HttpSearch`
-with its retries) answers searches:
+with its retries) answers the agent's tool calls (`tools.Toolbox`):
 
-  * 3 shards x 1 replica, 16 concurrent clients: no failed call, every
-    answer identical to the one before the kill; the node restarted by
+  * 3 shards x 1 replica, 16 concurrent clients: no failed tool call, every
+    observation identical to the one before the kill; the node restarted by
     `launch/elasticsearch.sh start` rejoins and the index is green again;
   * 3 shards x 0 replicas: every search raises (ShardFailureError from the
-    backend, a SearchServiceError from the service), never a shorter or
-    different list; the restarted node brings its shards back.
+    backend, a SearchServiceError from the service) and every tool call is
+    a failed one whose observation names the lost shards, never a shorter
+    or different list; the restarted node brings its shards back.
 """
 
 import asyncio
@@ -28,12 +29,14 @@ import uuid
 import httpx
 import pytest
 
+from search_agent.agent.trajectory import ToolCall
 from search_agent.corpus import twowiki
 from search_agent.search import calibration
 from search_agent.search import client as client_lib
 from search_agent.search import es_backend
 from search_agent.search import es_client
 from search_agent.search import service
+from search_agent.search import tools
 from search_agent.search.backend import IndexBuildConfig
 from search_agent.search.engine import SearchEngine
 from search_agent.search.parser import parse_query
@@ -124,6 +127,12 @@ def _answers(results) -> list[list[tuple[str, float]]]:
   return [[(h.doc_id, h.score) for h in r.hits] for r in results]
 
 
+async def _tool_search(http, batch: list[str]) -> tools.ToolResult:
+  """One agent search call (a fresh trajectory's toolbox)."""
+  box = tools.Toolbox(http, config=tools.ToolboxConfig(top_k=10))
+  return await box.execute(ToolCall(name='search', arguments={'query': batch}))
+
+
 def _rejoin(nodes) -> None:
   started = nodes.run('start')
   assert started.returncode == 0, started.stderr
@@ -141,8 +150,8 @@ def test_with_a_replica_16_clients_see_no_failure_and_the_same_answers(
   batches = [queries[i : i + 2] for i in range(0, len(queries), 2)]
 
   async def run():
-    before = [_answers(await http.search(b, 10)) for b in batches]
-    assert all(len(a) == 10 for answers in before for a in answers)
+    before = [(await _tool_search(http, b)).text for b in batches]
+    assert not any('Error' in t for t in before)
     calls, failures, differing, after_kill = 0, [], 0, 0
     killed = asyncio.Event()
 
@@ -152,14 +161,13 @@ def test_with_a_replica_16_clients_see_no_failure_and_the_same_answers(
       while time.monotonic() < deadline:
         batch = j % len(batches)
         j += 1
-        try:
-          got = _answers(await http.search(batches[batch], 10))
-        except client_lib.SearchServiceError as e:
-          failures.append(str(e))
-          continue
+        result = await _tool_search(http, batches[batch])
         calls += 1
         after_kill += killed.is_set()
-        differing += got != before[batch]
+        if result.error is not None:
+          failures.append(result.error)
+          continue
+        differing += result.text != before[batch]
 
     t0 = time.monotonic()
     tasks = [asyncio.create_task(client(i, t0 + 25)) for i in range(16)]
@@ -169,9 +177,9 @@ def test_with_a_replica_16_clients_see_no_failure_and_the_same_answers(
     killed_at = time.monotonic() - t0
     await asyncio.gather(*tasks)
     print(
-        f'replicated: killed pid {pid} at {killed_at:.1f} s; {calls} calls'
-        f' from 16 clients ({after_kill} after the kill), {len(failures)}'
-        f' failed, {differing} differing'
+        f'replicated: killed pid {pid} at {killed_at:.1f} s; {calls} tool'
+        f' calls from 16 clients ({after_kill} after the kill),'
+        f' {len(failures)} failed, {differing} differing'
     )
     return after_kill, failures, differing
 
@@ -213,22 +221,30 @@ def test_without_replicas_every_affected_call_fails_loudly(
   nodes.kill(KILLED)
 
   async def through_service():
-    outcomes = []
+    outcomes, calls = [], []
     for i in range(0, len(queries), 8):
       try:
         outcomes.append(await http.search(queries[i : i + 8], 10))
       except client_lib.SearchServiceError as e:
         outcomes.append(e)
-    return outcomes
+      calls.append(await _tool_search(http, queries[i : i + 8]))
+    return outcomes, calls
 
   try:
     # 3 shards on 3 nodes, 0 replicas: every search covers the lost shard.
     for i in range(0, len(parsed), 8):
       with pytest.raises(es_client.ShardFailureError, match='shards'):
         backend.view_rankings(parsed[i : i + 8], 10)
-    outcomes = asyncio.run(through_service())
+    outcomes, calls = asyncio.run(through_service())
     assert all(isinstance(o, client_lib.SearchServiceError) for o in outcomes)
     assert 'search backend failed' in str(outcomes[0])
+    # The agent's tool calls: every one failed, its observation names the
+    # lost shards, and it shows no result.
+    for result in calls:
+      assert result.error.startswith('SearchServiceError: ')
+      assert 'ShardFailureError' in result.error and 'shards' in result.error
+      assert result.text.startswith('Error: the search service failed (')
+      assert result.data == {'service_error': True} and result.urls == ()
     # A document on the lost shard is an error, not "no such document".
     with pytest.raises(es_client.ShardFailureError):
       backend.get_documents([d.doc_id for d in corpus[:200]])

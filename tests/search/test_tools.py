@@ -5,14 +5,20 @@ import json
 import re
 import time
 
+import httpx
 import hypothesis
 from hypothesis import strategies as st
 import pytest
 
+from search_agent.agent import react
 from search_agent.agent.trajectory import ToolCall
 from search_agent.llm.scripted import ScriptedLLM
+from search_agent.search import client as client_lib
+from search_agent.search import es_client
 from search_agent.search import reranker
+from search_agent.search import service
 from search_agent.search import tools
+from search_agent.search.engine import SearchEngine
 from search_agent.search.guard import GuardConfig
 from search_agent.search.guard import LeakageGuard
 from search_agent.search.pages import PageConfig
@@ -198,3 +204,124 @@ def test_any_call_gives_an_observation_never_an_exception(
   result = asyncio.run(box.execute(call))
   assert isinstance(result, tools.ToolResult) and result.text
   json.dumps(result.data)
+
+
+class _LostShard:
+  """A backend whose searches and reads fail as a cluster's do after a
+  node with an unreplicated shard died (`es_backend._check_answer`)."""
+
+  def __init__(self, backend):
+    self.backend = backend
+    self.lost = False
+
+  def __getattr__(self, name):
+    return getattr(self.backend, name)
+
+  def _fail(self):
+    raise es_client.ShardFailureError(
+        'search of test-doc heard from 2 of 3 shards'
+        ' (no_shard_available_action_exception); its answer would be partial'
+    )
+
+  def view_rankings(self, *args, **kwargs):
+    if self.lost:
+      self._fail()
+    return self.backend.view_rankings(*args, **kwargs)
+
+  def get_documents(self, doc_ids):
+    if self.lost:
+      self._fail()
+    return self.backend.get_documents(doc_ids)
+
+
+def _service(backend):
+  """The real service app over `backend`, reached as agents reach it."""
+  engine = SearchEngine(backend)
+  app = service.create_app(engine, service.ServiceLimits())
+  return client_lib.HttpSearch(
+      'http://test',
+      transport=httpx.ASGITransport(app=app),
+      retries=1,
+      backoff_s=0.01,
+  )
+
+
+def test_a_lost_shard_is_a_failed_call_the_agent_sees_never_a_list(
+    wiki_engine,
+):
+  backend = _LostShard(wiki_engine.backend)
+  http = _service(backend)
+  box = tools.Toolbox(http, config=tools.ToolboxConfig(tools=ALL, top_k=3))
+  ok = _run(box, 'search', query=['Teutberga'])
+  assert ok.error is None and ok.data['queries'][0]['results']
+  backend.lost = True
+  for name, arguments in [
+      ('search', {'query': ['Lothair II', 'Teutberga']}),
+      ('visit', {'ref_id': ['r1'], 'goal': 'who'}),
+      ('open', {'ref_id': 'r1'}),
+  ]:
+    result = _run(box, name, **arguments)
+    assert result.error.startswith('SearchServiceError: ')
+    assert (
+        'ShardFailureError' in result.error and '2 of 3 shards' in result.error
+    )
+    assert result.text.startswith('Error: the search service failed (')
+    assert 'ShardFailureError' in result.text
+    assert result.data == {'service_error': True} and result.urls == ()
+  backend.lost = False  # healed: the next call answers again
+  again = _run(box, 'search', query=['Teutberga'])
+  assert again.error is None and again.data == ok.data
+  asyncio.run(http.aclose())
+
+
+def test_the_react_loop_records_a_lost_shard_as_a_tool_error(wiki_engine):
+  backend = _LostShard(wiki_engine.backend)
+  backend.lost = True
+  box = tools.Toolbox(SearchEngine(backend))
+  call = '<tool_call>{"name": "search", "arguments": {"query": ["x"]}}'
+  llm = ScriptedLLM([call + '</tool_call>', '<answer>unknown</answer>'])
+  agent = react.ReActAgent(llm, react.AgentConfig())
+  traj = asyncio.run(
+      agent.run(
+          traj_id='t',
+          task_id='q',
+          question='q?',
+          system_prompt='s',
+          toolbox=box,
+      )
+  )
+  assert traj.status == 'answered' and traj.error is None
+  [tool] = [m for m in traj.messages if m.role == 'tool']
+  assert tool.name == 'search'
+  assert tool.content.startswith('Error: the search service failed (search')
+  assert 'ShardFailureError' in tool.content
+
+
+def test_service_errors_raise_propagates_the_failure(wiki_engine):
+  backend = _LostShard(wiki_engine.backend)
+  backend.lost = True
+  box = tools.Toolbox(
+      SearchEngine(backend),
+      config=tools.ToolboxConfig(service_errors='raise'),
+  )
+  with pytest.raises(client_lib.SearchServiceError, match='ShardFailure'):
+    _run(box, 'search', query=['x'])
+  with pytest.raises(ValueError, match='service_errors'):
+    tools.ToolboxConfig(service_errors='ignore')
+
+
+def test_a_service_that_times_out_is_a_failed_call_too():
+  def timeout(request):
+    raise httpx.ReadTimeout('timed out', request=request)
+
+  http = client_lib.HttpSearch(
+      'http://test',
+      transport=httpx.MockTransport(timeout),
+      retries=1,
+      backoff_s=0.01,
+  )
+  box = tools.Toolbox(http)
+  result = _run(box, 'search', query=['Teutberga'])
+  assert 'unreachable after 2 attempt(s): ReadTimeout' in result.error
+  assert result.text.startswith('Error: the search service failed (')
+  assert result.data == {'service_error': True}

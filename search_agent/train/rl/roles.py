@@ -36,8 +36,8 @@ from search_agent.model import families
 from search_agent.model import sampler as sampler_lib
 from search_agent.search import client as client_lib
 from search_agent.search import engine as engine_lib
+from search_agent.search import locations
 from search_agent.search import tools as tools_lib
-from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train.rl import climbing_handoff
 from search_agent.train.rl import local_servers
@@ -206,7 +206,7 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
   index = setup.index_dir(c, workdir)
   words = c.search.snippet_words
   engine = (
-      tantivy_engine(index, engine_lib.snippet_words_config(words))
+      locations.open_engine(index, engine_lib.snippet_words_config(words))
       if index
       else None
   )
