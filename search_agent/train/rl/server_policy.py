@@ -48,7 +48,14 @@ POLICIES = ('in_process', 'server', 'openai')
 
 
 class ServerWeightSync:
-  """Pushes the weight store's newest version to every rollout server.
+  """Pushes the weight store's newest publish to every rollout server.
+
+  A publish is (version, publish id): a learner resumed from an older
+  checkpoint removes the versions past it and publishes again under the
+  same numbers with new ids (weight_sync.WeightStore), so a server is moved
+  whenever what it serves differs from the newest publish (a new number,
+  the same number published again, or, while a version is being replaced,
+  an older one), as `weight_sync.SyncedSampler` does in process.
 
   Attributes:
     load_errors: (version, url, message) of every failed push.
@@ -56,6 +63,8 @@ class ServerWeightSync:
     recomputed_tokens: Version -> session tokens the servers recomputed
       when they took it (the push's re-prefill cost; live sessions only,
       since finished trajectories release theirs).
+    served: url -> (version, publish id) the server was last moved to
+      ((-1, '') before the first push).
   """
 
   def __init__(
@@ -64,36 +73,42 @@ class ServerWeightSync:
       urls: Sequence[str],
       *,
       timeout_s: float = 3600.0,
+      transport: httpx.BaseTransport | None = None,
   ):
     self.store, self.urls = store, tuple(u.rstrip('/') for u in urls)
     self.timeout_s = timeout_s
+    self._transport = transport  # tests: an in-process fake of the servers
     self.load_errors: list[tuple[int, str, str]] = []
     self.loads: list[int] = []
-    self.versions = {u: -1 for u in self.urls}
+    self.served: dict[str, tuple[int, str]] = {u: (-1, '') for u in self.urls}
     self.recomputed_tokens: dict[int, int] = {}
     self._lock = threading.Lock()
 
   @property
   def policy_version(self) -> int:
-    return min(self.versions.values())
+    return min(v for v, _ in self.served.values())
 
   def refresh(self) -> int:
-    """Pushes the newest version where a server is older; returns the min."""
+    """Pushes the newest publish where a server serves another; returns the
+    lowest version served."""
     with self._lock:
-      latest = self.store.latest_version()
-      if latest is None or latest <= self.policy_version:
+      latest = self.store.latest()
+      if latest is None or all(p == latest for p in self.served.values()):
         return self.policy_version
-      with httpx.Client(timeout=self.timeout_s) as client:
+      version = latest[0]
+      with httpx.Client(
+          timeout=self.timeout_s, transport=self._transport
+      ) as client:
         for url in self.urls:
-          if self.versions[url] >= latest:
+          if self.served[url] == latest:
             continue
           try:  # always push: a fresh server's own version 0 is not ours
             resp = client.post(
                 url + '/update_weights',
                 json={
                     'path': str(self.store.root),
-                    'version': latest,
-                    'step': latest,
+                    'version': version,
+                    'step': version,
                     'abort_in_flight': False,
                 },
             )
@@ -101,18 +116,18 @@ class ServerWeightSync:
               raise weight_sync.WeightSyncError(
                   f'HTTP {resp.status_code}: {resp.text[:300]}'
               )
-            self.versions[url] = latest
-            self.recomputed_tokens[latest] = self.recomputed_tokens.get(
-                latest, 0
+            self.served[url] = latest
+            self.recomputed_tokens[version] = self.recomputed_tokens.get(
+                version, 0
             ) + int(resp.json().get('recomputed_tokens', 0))
           except (httpx.HTTPError, weight_sync.WeightSyncError) as e:
-            self.load_errors.append((latest, url, f'{type(e).__name__}: {e}'))
+            self.load_errors.append((version, url, f'{type(e).__name__}: {e}'))
             logging.warning(
                 'server %s keeps version %d: pushing %d failed: %s',
-                url, self.versions[url], latest, e,
+                url, self.served[url][0], version, e,
             )  # fmt: skip
-      if self.policy_version == latest:
-        self.loads.append(latest)
+      if all(p == latest for p in self.served.values()):
+        self.loads.append(version)
       return self.policy_version
 
   def wait_for_weights(
