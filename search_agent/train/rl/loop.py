@@ -298,7 +298,6 @@ class LearnerLoop:
         seq_len=self.cfg.seq_len,
         batch_size=self.cfg.microbatch_size,
         adv_cfg=self.cfg.advantages,
-        advantage_groups=self._advantage_groups(groups),
     )
     self._unrouted += learner.unrouted_rows(mbs)
     if self._parity_now:

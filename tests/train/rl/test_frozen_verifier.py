@@ -2,6 +2,7 @@
 
 import asyncio
 import dataclasses
+import pathlib
 import shutil
 
 import jax
@@ -111,3 +112,39 @@ def test_no_initial_weights_is_a_clear_error(tmp_path):
   np.testing.assert_array_equal(
       frozen.load(0, _params(0.0))['w'], np.ones(2, np.float32)
   )
+
+
+@pytest.mark.maxtext
+@pytest.mark.slow
+def test_the_real_tiny_sampler_answers_as_the_initial_model(tmp_path):
+  # pylint: disable=g-import-not-at-top
+  from search_agent.agent import tokenizer as tokenizer_lib
+  from search_agent.model import families
+  from search_agent.model import maxtext_model
+  from search_agent.train.rl import selfplay
+  from search_agent.train.rl import setup
+  from tpu_configs import rl as rl_config
+
+  # pylint: enable=g-import-not-at-top
+  c = rl_config.get_config('searchmaster,tiny')
+  c.selfplay.verifier.update(dict(kind='frozen', max_tokens=8))
+  c.sampler.update(dict(batch_size=1, max_prompt_len=64))
+  devices = jax.devices()[:1]
+  model = maxtext_model.build(
+      setup.model_config(c), families.layout_preset('fsdp'), devices=devices
+  )
+  store = weight_sync.WeightStore(tmp_path / 'weights', keep=1)
+  store.publish(model.params, 0)
+  tok = tokenizer_lib.load_tokenizer(
+      pathlib.Path(__file__).parents[2] / 'agent' / 'golden' / 'tiny_tokenizer'
+  )
+  llm = selfplay.frozen_verifier_llm(c, str(tmp_path), devices, tok)
+  chat = [{'role': 'user', 'content': 'Is Paris in France?'}]
+  greedy = protocol.SamplingParams(temperature=0.0, max_tokens=8)
+  (before,) = asyncio.run(llm.chat(chat, greedy))
+  # The learner publishes other weights and prunes version 0.
+  store.publish(jax.tree.map(jnp.zeros_like, model.params), 1)
+  assert store.versions() == [1]
+  (after,) = asyncio.run(llm.chat(chat, greedy))
+  assert after.token_ids == before.token_ids
+  assert before.policy_version == after.policy_version == 0
