@@ -18,6 +18,8 @@ import sys
 
 import pytest
 
+from search_agent.agent import trajectory as traj_lib
+
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
@@ -59,9 +61,12 @@ def test_two_updates_learn_from_the_updated_policy(tmp_path):
     assert r['eligible_tokens'] > 0
   # The scored rollouts agree: some group's rewards differ.
   rewards = collections.defaultdict(list)
-  rollouts = _jsonl(workdir / 'rollouts-w0.jsonl')
+  rollouts = [
+      traj_lib.Trajectory.from_json(t)
+      for t in _jsonl(workdir / 'rollouts-w0.jsonl')
+  ]
   for t in rollouts:
-    rewards[t['meta']['group_id']].append(t['meta']['reward']['total'])
+    rewards[t.meta['group_id']].append(t.meta['reward']['total'])
   assert any(len(set(r)) > 1 for r in rewards.values())
   # (b) The in-process sampler loaded the pushed version 1, and rollouts
   # were sampled under it (versions advance in the rollouts file).
@@ -70,8 +75,8 @@ def test_two_updates_learn_from_the_updated_policy(tmp_path):
   sampled = {
       v
       for t in rollouts
-      for s in t['segments']
-      for v, m in zip(s['versions'], s['loss_mask'])
+      for s in t.segments
+      for v, m in zip(s.versions, s.loss_mask)
       if m
   }
   assert {0, 1} <= sampled, sampled
