@@ -4,7 +4,8 @@ Usage: --config=tpu_configs/rl.py (the recipe), tpu_configs/rl.py:tiny (a
 2-core CPU run), :searchmaster (SearchMaster self-play, selfplay.*: std-normalized
 advantages, clipped objective with KL 0.001) or :searchmaster,tiny, :partial (Iris: synchronous steps
 over-sampled 25%, partial rollouts, truncated IS; :partial,tiny), :long (one observation kept, the window slides
-within each rollout; :tiny,long). Every value below is from open-recipe.md unless its comment says otherwise.
+within each rollout; :tiny,long), :warm (tiny only, :tiny,warm: the :tiny main job's SFT policy on train tasks it
+answers sometimes, dynamic sampling on: the RL contract that can fail on learning). Every value below is from open-recipe.md unless its comment says otherwise.
 """
 
 import os
@@ -20,6 +21,11 @@ _TINY_TASKS = os.path.join(
 # A tiny SFT policy made by the project's binaries (its MANIFEST.json).
 _TINY_POLICY = os.path.join(
     _REPO, 'search_agent', 'train', 'rl', 'data', 'tiny_policy'
+)
+# The :tiny main job's SFT policy (450 updates from the shipped base) and
+# the pool of its train tasks it answers sometimes (MANIFEST.json).
+_TINY_SFT_POLICY = os.path.join(
+    _REPO, 'search_agent', 'train', 'rl', 'data', 'tiny_sft_policy'
 )
 _CORPUS = os.path.join(
     _REPO, 'search_agent', 'corpus', 'data', '2wikimultihopqa_corpus.json'
@@ -114,12 +120,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   _add_run_fields(c)
   variants = set(arg.split(',')) if arg else set()
-  unknown = variants - {'tiny', 'searchmaster', 'partial', 'long'}
+  unknown = variants - {'tiny', 'searchmaster', 'partial', 'long', 'warm'}
   if unknown:
     raise ValueError(
         f'unknown variant(s) {sorted(unknown)}; want tiny, searchmaster,'
-        ' partial and/or long'
+        ' partial, long and/or warm'
     )
+  if 'warm' in variants and ('tiny' not in variants or 'long' in variants):
+    raise ValueError('warm is a tiny variant: use :tiny,warm (without long)')
   if 'searchmaster' in variants:  # SearchMaster's GRPO (searchmaster.md)
     c.group_size = 8  # K_P = K_S = 8
     c.normalize_std = True
@@ -156,6 +164,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.rollout.update(dict(keep_observations=1, max_agent_steps=6))
     if 'tiny' in variants:
       _tiny_policy(c)
+  if 'warm' in variants:
+    _tiny_warm(c)
   return c
 
 
@@ -330,12 +340,16 @@ def _add_selfplay_fields(c: ml_collections.ConfigDict) -> None:
           seed_chars=4_000,  # seed text shown to the Proposer (our choice)
           # Filter thresholds (our choice; the seed's supplement is absent).
           filters=dict(min_searches=2, min_opens=1, min_chain=2),
-          # The frozen Verifier: 'llm' (any llm/ endpoint, e.g. the initial
-          # model served by search_agent.serving) or 'programmatic' (the
-          # deterministic stand-in, named in the manifest).
+          # The frozen Verifier: 'frozen' (the seed's: a copy of the
+          # initial model, the learner's version 0, on its own sampler in
+          # each rollout worker, never updated; train/rl/frozen_verifier.py),
+          # 'llm' (any llm/ endpoint, e.g. the initial model served by
+          # search_agent.serving) or 'programmatic' (the deterministic
+          # stand-in, named in the manifest).
           verifier=dict(
               kind='llm',
               max_tokens=1_024,
+              trace_chars=8_000,  # the Proposer's trace shown (its tail)
               llm=dict(
                   kind='openai',
                   name='verifier',
@@ -362,6 +376,8 @@ def _searchmaster_selfplay(c: ml_collections.ConfigDict) -> None:
   c.optimizer.learning_rate = 1e-6
   c.max_updates = 20  # 20 iterations
   c.learner.dynamic_sampling = False  # the seed gate decides instead
+  # "The Verifier V is a frozen copy of the initial model" (in process).
+  c.selfplay.verifier.kind = 'frozen'
 
 
 def _tiny_selfplay(c: ml_collections.ConfigDict) -> None:
@@ -446,3 +462,28 @@ def _tiny_policy(c: ml_collections.ConfigDict) -> None:
   )
   c.sampler.max_new_tokens = 64
   c.optimizer.learning_rate = 1e-3  # the step tiny SFT's schedule ends at
+
+
+def _tiny_warm(c: ml_collections.ConfigDict) -> None:
+  """:tiny,warm: RL that can fail on learning. The :tiny main job's SFT
+  policy (4 layers, 450 updates from the shipped base) on the pool of train
+  tasks it answers sometimes (made by eval.run and make_rl_pool: the
+  fixture's MANIFEST.json), in the main job's RL environment (the pipeline's
+  `rl` stage), with dynamic sampling on: every trained group has a non-zero
+  advantage, and a second update trains tokens the first one's weights
+  sampled."""
+  c.init.sft_workdir = _TINY_SFT_POLICY
+  c.tasks_path = os.path.join(_TINY_SFT_POLICY, 'tasks.jsonl')
+  c.model.dims.base_num_decoder_layers = 4
+  c.search.update(dict(tools=('search',), top_k=3, snippet_words=24))
+  c.rollout.update(
+      dict(
+          system_prompt='agent_system_compact.md',
+          tool_text='signature',
+          max_agent_steps=3,
+          max_tokens_per_call=64,
+      )
+  )
+  c.sampler.max_new_tokens = 64
+  c.optimizer.learning_rate = 1e-3  # the step tiny SFT's schedule ends at
+  c.learner.dynamic_sampling = True

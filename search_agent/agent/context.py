@@ -25,8 +25,9 @@ recorded in every result):
     history (`Summary of your research so far:`); the harness makes the LLM
     call, `apply_summary` only rewrites the messages.
 
-`training_views` turns one trajectory into the SFT sequences that reproduce,
-for every assistant turn, exactly the context the policy showed it.
+The training segments of a trajectory under a policy (for every assistant
+turn exactly the context the policy showed it; SFT and RL alike) are
+`token_record.rendered_segments` / `TokenAssembler`.
 """
 
 import dataclasses
@@ -177,46 +178,3 @@ def policy_view(
       f'policy {name!r} has no per-call view; choose none or sliding_window'
       ' (discard_all and summary rewrite the history when triggered)'
   )
-
-
-def _key(turn: trajectory.Turn) -> trajectory.Turn:
-  return dataclasses.replace(turn, loss=False)
-
-
-def training_views(
-    messages: Turns, view: Callable[[Turns], Sequence[trajectory.Turn]]
-) -> list[tuple[trajectory.Turn, ...]]:
-  """SFT sequences in which each assistant turn sees its rollout context.
-
-  Assistant turn i was generated from `view(messages[:i])`. Consecutive
-  assistant turns share one sequence while each one's context extends the
-  sequence so far; when the view rewrites earlier context (an observation
-  falls out of the window), a new sequence starts, in which the earlier
-  assistant turns are context only (loss=False). Every assistant turn thus
-  carries its loss in exactly one sequence, with exactly its context. Tool
-  turns after the last assistant turn are dropped (they carry no loss).
-
-  Args:
-    messages: A full trajectory.
-    view: The policy's view function (see `policy_view`).
-
-  Returns:
-    The sequences, in order.
-  """
-  views: list[tuple[trajectory.Turn, ...]] = []
-  current: list[trajectory.Turn] = []
-  for i, m in enumerate(messages):
-    if m.role != 'assistant':
-      continue
-    context = list(view(messages[:i]))
-    n = len(current)
-    if current and [_key(t) for t in context[:n]] == [_key(t) for t in current]:
-      current.extend(context[n:])
-    else:
-      if current:
-        views.append(tuple(current))
-      current = [_key(t) if t.role == 'assistant' else t for t in context]
-    current.append(m)
-  if current:
-    views.append(tuple(current))
-  return views

@@ -13,12 +13,24 @@ context the sampler saw, so RL trains a rollout of any length (`segments`);
 `record` is the one segment of a run that never slid. The per-call
 generations (`generations`: message index, generated ids, sampling
 logprobs, policy version) are kept too.
+
+`rendered_segments` is the same assembly for a trajectory without sampled
+tokens (an SFT demonstration): each assistant turn as the canonical
+rendering of its text after the prompt the context policy would have shown
+it. SFT trains these (train/data.py), so a demonstration trains exactly the
+segments RL trains of a rollout with those turns: one implementation.
 """
 
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from search_agent.agent import trajectory
+from search_agent.chat import chat_template
+from search_agent.chat import renderer
 from search_agent.llm import protocol
+
+
+class SegmentError(ValueError):
+  """A trajectory cannot be assembled into segments (says why)."""
 
 
 class TokenAssembler:
@@ -130,3 +142,86 @@ class TokenAssembler:
     """The token record of a run that never slid (one segment), else None."""
     segments = self.segments()
     return segments[0] if len(segments) == 1 else None
+
+
+class _MemoTokenizer:
+  """A tokenizer that encodes each distinct text once (rendering every
+  prompt of a trajectory re-encodes the same turns)."""
+
+  def __init__(self, tokenizer):
+    self._tok = tokenizer
+    self._ids: dict[str, list[int]] = {}
+
+  def token_id(self, token: str) -> int:
+    return self._tok.token_id(token)
+
+  def encode(self, text: str) -> list[int]:
+    return self.encode_batch([text])[0]
+
+  def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+    new = [t for t in dict.fromkeys(texts) if t not in self._ids]
+    if new:
+      self._ids.update(zip(new, map(list, self._tok.encode_batch(new))))
+    return [self._ids[t] for t in texts]
+
+
+def rendered_segments(
+    messages: Sequence[trajectory.Turn],
+    view: Callable[[Sequence[trajectory.Turn]], Sequence[trajectory.Turn]],
+    tokenizer: Any,
+    template: chat_template.ChatTemplate = chat_template.CHATML,
+) -> tuple[trajectory.TokenRecord, ...]:
+  """The segments of `messages` as RL assembles them from a sampler that
+  sampled each assistant turn's canonical tokens.
+
+  Assistant turn i was generated after the prompt
+  `render(view(messages[:i]), add_generation_prompt=True)`; its tokens are
+  the rendering of its text through the turn end (loss 1 when trainable).
+  `TokenAssembler` then starts a new segment wherever a prompt does not
+  extend the tokens so far, as it does for rollouts. Tool turns after the
+  last assistant turn carry no loss and are left out. Versions are -1 and
+  logprobs 0.0 (nothing was sampled).
+
+  Args:
+    messages: A trajectory.
+    view: The context policy's view function (context.policy_view).
+    tokenizer: The tokenizer of `renderer.render`.
+    template: The chat template.
+
+  Returns:
+    The segments, in order; () when there is no assistant turn.
+
+  Raises:
+    SegmentError: A turn's prompt is not a token prefix of its rendering
+      with the turn (the template re-tokenizes across the boundary).
+  """
+  tok = _MemoTokenizer(tokenizer)
+  sep = len(tok.encode(template.turn_separator))
+  asm = TokenAssembler()
+  for i, m in enumerate(messages):
+    if m.role != 'assistant':
+      continue
+    context = list(view(messages[:i]))
+    prompt = renderer.render(
+        context, tok, add_generation_prompt=True, template=template
+    ).token_ids
+    full = renderer.render([*context, m], tok, template=template)
+    end = full.turn_spans[-1].end - sep
+    if full.token_ids[: len(prompt)] != prompt:
+      raise SegmentError(
+          f'messages[{i}]: the prompt is not a token prefix of its rendering'
+          ' with the turn'
+      )
+    generated = full.token_ids[len(prompt) : end]
+    asm.add(
+        protocol.Completion(
+            text='',
+            token_ids=generated,
+            logprobs=(0.0,) * len(generated),
+            prompt_token_ids=prompt,
+            policy_version=-1,
+        ),
+        trainable=m.trainable,
+        message=i,
+    )
+  return asm.segments()

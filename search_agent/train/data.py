@@ -33,6 +33,7 @@ import numpy as np
 from search_agent import paths
 from search_agent.agent import chatml
 from search_agent.agent import context as context_lib
+from search_agent.agent import token_record
 from search_agent.agent import trajectory as trajectory_lib
 from search_agent.chat import renderer as renderer_lib
 
@@ -163,16 +164,17 @@ class JsonlTrajectories:
 def make_render_fn(
     tokenizer, policy: str, keep_last_n_observations: int, template: str
 ) -> RenderFn:
-  """Trajectory -> [(token_ids, loss_mask)]: context policy, then render."""
+  """Trajectory -> [(token_ids, loss_mask)]: its segments under the policy."""
   view = context_lib.policy_view(policy, keep_last_n_observations)
   chat_template = renderer_lib.get_template(template)
 
   def render(traj: trajectory_lib.Trajectory):
-    out = []
-    for seq in context_lib.training_views(traj.messages, view):
-      r = renderer_lib.render(seq, tokenizer, template=chat_template)
-      out.append((r.token_ids, r.loss_mask))
-    return out
+    # RL's segments of the same turns (agent.token_record): one
+    # implementation, so a demonstration trains what RL trains.
+    segments = token_record.rendered_segments(
+        traj.messages, view, tokenizer, chat_template
+    )
+    return [(s.token_ids, s.loss_mask) for s in segments]
 
   return render
 

@@ -1,10 +1,7 @@
 """Tests of search_agent.agent.context: policies as pure message rewrites."""
 
-import dataclasses
-
 import pytest
 
-from search_agent.agent import chatml
 from search_agent.agent import context
 from search_agent.agent.trajectory import ToolCall
 from search_agent.agent.trajectory import Turn
@@ -111,46 +108,6 @@ def test_question_needs_system_then_user():
     context.question_end([SYSTEM, _call('a')])
 
 
-def test_training_views_none_is_one_sequence():
-  views = context.training_views(MESSAGES, context.policy_view('none'))
-  assert views == [MESSAGES]
-
-
-def test_training_views_sliding_window_by_hand():
-  """keep 1: turn 2 sees no obs, 4 sees obs1, 6 sees obs2 (obs1 omitted)..."""
-  views = context.training_views(
-      MESSAGES, context.policy_view('sliding_window', 1)
-  )
-  assert len(views) == 3
-  first, second, third = views
-  # Turns 2 and 4 share a sequence: turn 4's context extends turn 2's.
-  assert first == MESSAGES[:5]
-  # Turn 6 saw obs one omitted: new sequence, earlier calls are context only.
-  assert second[3].content == '[observation omitted: search, 7 chars]'
-  assert second[-1] == MESSAGES[6]
-  assert [t.loss for t in second if t.role == 'assistant'] == [
-      False,
-      False,
-      True,
-  ]
-  # The answer saw obs one and two omitted.
-  assert third[5].content == '[observation omitted: search, 8 chars]'
-  assert third[-1] == MESSAGES[8] and third[-1].loss
-  # Each assistant turn is trained exactly once.
-  trained = [t for v in views for t in v if t.role == 'assistant' and t.loss]
-  assert trained == [MESSAGES[i] for i in (2, 4, 6, 8)]
-
-
-def test_training_views_respect_existing_loss_flags():
-  masked = MESSAGES[:2] + (
-      Turn(role='assistant', content='x', invalid=True),
-      _obs('error'),
-      _call('a'),
-  )
-  [view] = context.training_views(masked, context.policy_view('none'))
-  assert view == masked
-
-
 def test_policy_names_and_errors():
   assert context.POLICIES == (
       'none',
@@ -162,37 +119,3 @@ def test_policy_names_and_errors():
     context.policy_view('discard_all')
   with pytest.raises(context.ContextPolicyError, match='>= 0'):
     context.sliding_window(MESSAGES, -1)
-
-
-def _unmasked(turn):
-  return dataclasses.replace(turn, loss=True)
-
-
-def test_training_views_over_webdancer(shared_data):
-  """Every assistant turn of the 200 real trajectories is trained once.
-
-  Measured: 422 assistant turns, 222 tool observations; keep 1 -> 222
-  sequences, keep 2 -> 201, keep 5 -> 200 (one per trajectory).
-  """
-  trajs, errors = chatml.import_chatml_file(
-      shared_data / 'trajectories' / 'webdancer_sample_traj.jsonl'
-  )
-  assert not errors
-  counts = {}
-  for keep in (1, 2, 5):
-    view = context.policy_view('sliding_window', keep)
-    n = 0
-    for traj in trajs:
-      views = context.training_views(traj.messages, view)
-      trained = [t for v in views for t in v if t.trainable]
-      assert trained == [t for t in traj.messages if t.trainable]
-      for v in views:  # each trained turn sees the policy's view of its past
-        for p, turn in enumerate(v):
-          if turn.trainable:
-            i = next(j for j, m in enumerate(traj.messages) if m is turn)
-            assert [_unmasked(t) for t in v[:p]] == [
-                _unmasked(t) for t in view(traj.messages[:i])
-            ]
-      n += len(views)
-    counts[keep] = n
-  assert counts == {1: 222, 2: 201, 5: 200}

@@ -29,7 +29,7 @@ def test_variants_compose():
           sp.seed_gate) == (8, 8, True, 'sdr', True, True)  # fmt: skip
   assert full.selfplay.solver_max_steps == 200
   assert full.scheduler.groups_per_update == 64
-  assert full.selfplay.verifier.kind == 'llm'
+  assert full.selfplay.verifier.kind == 'frozen'  # the seed's
   for arg in ('tiny', 'partial,tiny', None):
     assert not selfplay.enabled(rl_config.get_config(arg))
 
@@ -45,6 +45,14 @@ def test_llm_verifier_from_config():
   c.selfplay.verifier.kind = 'oracle'
   with pytest.raises(ValueError, match='programmatic'):
     selfplay.build_verifier(c)
+
+
+def test_frozen_verifier_from_config():
+  c = rl_config.get_config('searchmaster,tiny')
+  c.selfplay.verifier.kind = 'frozen'
+  assert selfplay.judge_manifest(c)['name'] == 'frozen'
+  with pytest.raises(ValueError, match='rollout worker'):
+    selfplay.build_verifier(c)  # needs the worker's devices and tokenizer
 
 
 def test_prepare_writes_the_seed_pool(tmp_path):

@@ -493,6 +493,10 @@ class LearnerLoop:
     busy += time.monotonic() - b0
     self._finish_update(used_groups, m, gnorm, busy, t0)
 
+  def _advantage_groups(self, groups):
+    """The GRPO groups (each normalized on its own) that `groups` hold."""
+    return groups
+
   def _finish_update(self, groups, m, gnorm, busy, t0) -> None:
     old = self.version
     used = self.sched.apply_update()
@@ -512,6 +516,8 @@ class LearnerLoop:
         wall_s=time.monotonic() - t0,
         max_token_age=self.cfg.loss.max_token_age,
         unrouted_rows=self._unrouted,
+        adv_cfg=self.cfg.advantages,
+        advantage_groups=self._advantage_groups(groups),
     )
     # Metrics before the checkpoint: a resume rolls metrics.jsonl back to
     # the checkpoint's version, so no update is listed twice or lost.

@@ -17,6 +17,7 @@ from absl import logging
 import numpy as np
 import tensorboardX
 
+from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.sft import metrics as sft_metrics
 
 PLOT = 'reward_curves.png'
@@ -59,6 +60,36 @@ _ROLE_COUNTERS = (
 )  # fmt: skip
 
 
+def signal_summary(
+    groups: Sequence[Any], adv_cfg: adv_lib.AdvantageConfig
+) -> dict[str, Any]:
+  """What the update learned from: groups with a non-zero advantage, and
+  the trained tokens (loss mask 1, non-zero advantage) per policy version
+  that sampled them ({'0': n, '1': m, ...}; -1 = no version recorded).
+
+  A run whose later updates train no token of a version >= 1 never learned
+  from its own updated policy (the sampler did not load the pushed weights,
+  or only stale groups were trained).
+  """
+  with_signal, by_version = 0, {}
+  for g in groups:
+    adv = adv_lib.group_advantages(g.rewards, adv_cfg)
+    with_signal += adv_lib.has_signal(adv, adv_cfg)
+    for t, a in zip(g.trajectories, adv):
+      if abs(a) <= adv_cfg.zero_atol:
+        continue
+      for s in t.segments:
+        v = np.asarray(s.versions)[np.asarray(s.loss_mask, dtype=bool)]
+        for version, n in zip(*np.unique(v, return_counts=True)):
+          by_version[int(version)] = by_version.get(int(version), 0) + int(n)
+  return {
+      'groups_with_advantage': with_signal,
+      'trained_tokens_by_version': {
+          str(v): by_version[v] for v in sorted(by_version)
+      },
+  }
+
+
 def update_record(
     *,
     version,
@@ -71,11 +102,15 @@ def update_record(
     wall_s,
     max_token_age,
     unrouted_rows=0,
+    adv_cfg=adv_lib.AdvantageConfig(),
+    advantage_groups=None,
 ) -> dict[str, Any]:
   """The metrics.jsonl object of one update (`sums`: loss.finalize's).
 
   `unrouted_rows`: trajectories trained without a routing record to replay
-  (the router chose their experts; learner.pack_update).
+  (the router chose their experts; learner.pack_update). `adv_cfg`: the
+  advantages the update used (signal_summary) over `advantage_groups`
+  (the GRPO groups the update's `groups` hold; default: the groups).
   """
   ages = np.asarray(sums['age_hist']).astype(int).tolist()
   gen_tokens = sum(
@@ -88,6 +123,9 @@ def update_record(
       'update': version,
       'policy_version': version,
       **group_summary(groups),
+      **signal_summary(
+          groups if advantage_groups is None else advantage_groups, adv_cfg
+      ),
       'groups_used': len(used),
       'groups_dropped': len(dropped),
       'loss': float(sums['loss']),

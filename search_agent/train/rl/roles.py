@@ -221,7 +221,9 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
   )
   make = rollout_worker.RolloutWorker
   if selfplay.enabled(c):  # SearchMaster self-play: seeds, two roles
-    make = selfplay.worker_factory(c, workdir, setup.agent_config(c))
+    make = selfplay.worker_factory(
+        c, workdir, setup.agent_config(c), devices=devices, tok=tok
+    )
   worker = make(
       setup.worker_config(c),
       policy=llm,

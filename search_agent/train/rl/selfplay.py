@@ -24,8 +24,11 @@ import uuid
 
 from search_agent.agent import react
 from search_agent.agent import task as task_lib
+from search_agent.chat import chat_prompts
 from search_agent.corpus import sources
 from search_agent.llm import registry
+from search_agent.model import families
+from search_agent.model import sampler as sampler_lib
 from search_agent.search import schemas as tool_schemas
 from search_agent.selfplay import filters as filters_lib
 from search_agent.selfplay import plots
@@ -37,10 +40,16 @@ from search_agent.selfplay import toolbox as toolbox_lib
 from search_agent.selfplay import verifier as verifier_lib
 from search_agent.train.rl import advantages as adv_lib
 from search_agent.train.rl import configs
+from search_agent.train.rl import frozen_verifier
 from search_agent.train.rl import loop as loop_lib
 from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import rollout_worker
+from search_agent.train.rl import setup
 from search_agent.train.rl import token_exact
+from search_agent.train.rl import weight_sync
+
+# selfplay.verifier.kind of the in-process frozen initial model.
+FROZEN = 'frozen'
 
 
 class SelfPlayConfigError(ValueError):
@@ -81,30 +90,80 @@ def selfplay_config(c) -> seed_round.SelfPlayConfig:
   )  # fmt: skip
 
 
-def build_verifier(c) -> verifier_lib.Verifier:
-  """`selfplay.verifier.kind`: 'programmatic' (stand-in) or 'llm'."""
+def build_verifier(c, *, workdir: str = '', devices=None, tok=None):
+  """`selfplay.verifier.kind`: 'programmatic' (stand-in), 'llm' (an
+  endpoint) or 'frozen' (the initial model in process, frozen_verifier.py:
+  needs the worker's workdir, devices and tokenizer)."""
   v = c.selfplay.verifier
   if v.kind == verifier_lib.PROGRAMMATIC:
     return verifier_lib.ProgrammaticVerifier()
-  if v.kind != 'llm':
+  if v.kind == FROZEN:
+    if devices is None or tok is None:
+      raise SelfPlayConfigError(
+          "selfplay.verifier.kind='frozen' runs in the rollout worker"
+          ' (its devices and tokenizer)'
+      )
+    llm = frozen_verifier_llm(c, workdir, devices, tok)
+  elif v.kind == 'llm':
+    llm = registry.build(registry.from_dict(v.llm.to_dict()))
+  else:
     raise SelfPlayConfigError(
-        f'selfplay.verifier.kind {v.kind!r}: use programmatic or llm'
+        f'selfplay.verifier.kind {v.kind!r}: use programmatic, llm or frozen'
     )
-  llm = registry.build(registry.from_dict(v.llm.to_dict()))
-  return verifier_lib.LLMVerifier(llm, max_tokens=v.max_tokens)
+  return verifier_lib.LLMVerifier(
+      llm, max_tokens=v.max_tokens, trace_chars=v.trace_chars
+  )
+
+
+def frozen_verifier_llm(c, workdir: str, devices, tok):
+  """The seed's frozen Verifier: the initial model on its own sampler
+  beside the rollout policy's (frozen_verifier.py)."""
+  v = c.selfplay.verifier
+
+  def make_sampler():
+    return sampler_lib.Sampler(
+        setup.model_config(c),
+        families.layout_preset(c.sampler.layout),
+        batch_size=c.sampler.batch_size,
+        max_prompt_len=c.sampler.max_prompt_len,
+        max_new_tokens=v.max_tokens,
+        devices=devices,
+    )
+
+  return frozen_verifier.FrozenInitialLLM(
+      make_sampler,
+      chat_prompts.RendererPrompts(tok, c.tokenizer.chat_template),
+      weight_sync.WeightStore(os.path.join(workdir, 'weights')),
+      os.path.join(workdir, 'selfplay', 'verifier'),
+      timeout_s=c.learner.stall_timeout_s,
+  )
 
 
 def judge_manifest(c, sp_cfg=None) -> dict[str, Any]:
   v = c.selfplay.verifier
-  out = dict(build_verifier(c).manifest) if v.kind != 'llm' else {
-      'name': 'llm', 'llm': registry.from_dict(v.llm.to_dict()).manifest()
-  }  # fmt: skip
+  if v.kind == 'llm':
+    out = {
+        'name': 'llm',
+        'llm': registry.from_dict(v.llm.to_dict()).manifest(),
+    }
+  elif v.kind == FROZEN:
+    out = {
+        'name': FROZEN,
+        'note': (
+            "the initial model (the learner's version 0, copied to"
+            ' selfplay/verifier/0) on its own in-process sampler, never'
+            ' updated'
+        ),
+    }
+  else:
+    out = dict(build_verifier(c).manifest)
   out['selfplay'] = dataclasses.asdict(sp_cfg or selfplay_config(c))
   return out
 
 
-def worker_factory(c, workdir: str, agent_cfg):
-  """RolloutWorker's constructor with the self-play pieces bound."""
+def worker_factory(c, workdir: str, agent_cfg, *, devices=None, tok=None):
+  """RolloutWorker's constructor with the self-play pieces bound (`devices`
+  and `tok`: the worker's, for the frozen Verifier)."""
   s, sp = c.selfplay, selfplay_config(c)
   tools_text = react.tool_text(
       tool_schemas.tool_schemas(tuple(c.search.tools)), c.rollout.tool_text
@@ -117,7 +176,8 @@ def worker_factory(c, workdir: str, agent_cfg):
       agent_cfg, budgets=dataclasses.replace(agent_cfg.budgets, max_steps=n)
   )
   return functools.partial(
-      SelfPlayWorker, sp=sp, verifier=build_verifier(c),
+      SelfPlayWorker, sp=sp,
+      verifier=build_verifier(c, workdir=workdir, devices=devices, tok=tok),
       proposer_system=proposal_lib.proposer_system(sp.ecg, tools_text),
       role_agent_cfgs={'proposer': steps(s.proposer_max_steps),
                        'solver': steps(s.solver_max_steps)},
@@ -292,4 +352,7 @@ class SelfPlayLoop(loop_lib.LearnerLoop):
     )
 
   def _chunk(self, acc, groups) -> None:
-    super()._chunk(acc, [p for g in groups for p in split_group(g)])
+    super()._chunk(acc, self._advantage_groups(groups))
+
+  def _advantage_groups(self, groups):
+    return [p for g in groups for p in split_group(g)]

@@ -71,6 +71,8 @@ class ServerWeightSync:
     recomputed_tokens: Version -> session tokens the servers recomputed
       when they took it (the push's re-prefill cost; live sessions only,
       since finished trajectories release theirs).
+    served: url -> (version, publish id) the server was last moved to
+      ((-1, '') before the first push).
   """
 
   def __init__(
@@ -79,9 +81,11 @@ class ServerWeightSync:
       urls: Sequence[str],
       *,
       timeout_s: float = 3600.0,
+      transport: httpx.BaseTransport | None = None,
   ):
     self.store, self.urls = store, tuple(u.rstrip('/') for u in urls)
     self.timeout_s = timeout_s
+    self._transport = transport  # tests: an in-process fake of the servers
     self.load_errors: list[tuple[int, str, str]] = []
     self.loads: list[int] = []
     # url -> (version, publish id) it serves; (-1, '') before a push.
@@ -95,7 +99,7 @@ class ServerWeightSync:
 
   @property
   def policy_version(self) -> int:
-    return min(self.versions.values())
+    return min(v for v, _ in self.served.values())
 
   def refresh(self) -> int:
     """Pushes the newest publish where a server serves another; returns the
@@ -105,7 +109,9 @@ class ServerWeightSync:
       if latest is None or all(s == latest for s in self.served.values()):
         return self.policy_version
       version = latest[0]
-      with httpx.Client(timeout=self.timeout_s) as client:
+      with httpx.Client(
+          timeout=self.timeout_s, transport=self._transport
+      ) as client:
         for url in self.urls:
           if self.served[url] == latest:
             continue

@@ -1,6 +1,7 @@
 """tpu_configs/rl.py converts to the library's dataclasses."""
 
 import importlib.util
+import os
 
 import pytest
 
@@ -93,3 +94,14 @@ def test_scored_needs_tokens():
       (tok,),
   )
   assert not s.slid
+
+
+def test_warm_variant_starts_from_the_shipped_sft_policy(repo_root):
+  c = _load(repo_root, 'tiny,warm')
+  assert c.learner.dynamic_sampling
+  assert c.init.sft_workdir.endswith('tiny_sft_policy')
+  assert c.model.dims.base_num_decoder_layers == 4
+  assert os.path.exists(c.tasks_path)
+  for bad in ('warm', 'tiny,long,warm'):
+    with pytest.raises(ValueError, match='warm'):
+      _load(repo_root, bad)
