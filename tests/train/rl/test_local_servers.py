@@ -18,7 +18,7 @@ from tpu_configs import rl as rl_config
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import rl_run  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-TOKENIZER = rl_run.REPO / 'tests' / 'agent' / 'golden' / 'tiny_tokenizer'
+TOKENIZER = rl_run.REPO / 'tests' / 'chat' / 'golden' / 'tiny_tokenizer'
 LOCAL = (
     '--config.rollout.policy=server',
     '--config.rollout.local_servers.count=1',

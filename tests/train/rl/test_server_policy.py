@@ -27,7 +27,7 @@ import rl_run  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
-TOKENIZER = rl_run.REPO / 'tests' / 'agent' / 'golden' / 'tiny_tokenizer'
+TOKENIZER = rl_run.REPO / 'tests' / 'chat' / 'golden' / 'tiny_tokenizer'
 
 
 def _free_port() -> int:
