@@ -66,9 +66,11 @@ class Engine:
     self._extends: list = []  # (slot, run, offset, tokens) to extend
     self._thread = threading.Thread(target=self._loop, daemon=True)
 
-  def start(self, params: Any, version: int) -> None:
+  def start(self, params: Any, version: int, *, thread: bool = True) -> None:
+    """Places the weights and starts serving (thread=False: `step` serves)."""
     self.params, self.version = self.core.place_params(params), version
-    self._thread.start()
+    if thread:
+      self._thread.start()
 
   def close(self) -> None:
     with self._lock:
@@ -205,25 +207,34 @@ class Engine:
           self._lock.wait(0.5)
         if self._stopped:
           break
-        commands, self._commands = self._commands, []
-        aborts, self._aborts = self._aborts, set()
-      for name, arg, done, box in commands:
-        try:
-          if self._run_command(name, arg, done, box):
-            continue  # replied later (a weight swap)
-        except Exception as e:  # pylint: disable=broad-exception-caught
-          box.append(e)
-        done.set()
-      self._abort(aborts)
-      self._maybe_swap()
-      if self._paused:
-        continue
-      if self._drain is None:
-        self._place_waiting()
-      self._advance_chunks()
-      if any(s.run and s.run.pending is None for s in self.slots):
-        self._block()
+      self.step()
     self._abort(None)
+
+  def step(self) -> None:
+    """One round: commands, placement, a prompt chunk, a decode block.
+
+    The engine thread's loop body; tests that start the engine without its
+    thread call it to put requests in an exact order.
+    """
+    with self._lock:
+      commands, self._commands = self._commands, []
+      aborts, self._aborts = self._aborts, set()
+    for name, arg, done, box in commands:
+      try:
+        if self._run_command(name, arg, done, box):
+          continue  # replied later (a weight swap)
+      except Exception as e:  # pylint: disable=broad-exception-caught
+        box.append(e)
+      done.set()
+    self._abort(aborts)
+    self._maybe_swap()
+    if self._paused:
+      return
+    if self._drain is None:
+      self._place_waiting()
+    self._advance_chunks()
+    if any(s.run and s.run.pending is None for s in self.slots):
+      self._block()
 
   def _has_work(self) -> bool:
     if self._commands or self._aborts:
@@ -441,6 +452,10 @@ class Engine:
     self.stats.extend_padded_tokens += out.padded_tokens
     self.stats.chunk_seconds += time.monotonic() - t0
     for (slot, run, chunk), routes in zip(rows, out.routing):
+      # A sibling may copy this prefix before the prompt is all in.
+      slot.routes = engine_slots.append_routes(
+          slot.routes, len(slot.ctx), routes
+      )
       slot.ctx = slot.ctx + chunk
       run.pending = run.pending[len(chunk) :]
       run.chunk_routes.append(routes)
@@ -452,10 +467,6 @@ class Engine:
     parts = run.chunk_routes
     if parts and all(r is not None for r in parts):
       run.prompt_routes = np.concatenate(parts)
-      if run.keep == 0:
-        slot.routes = run.prompt_routes
-      elif run.base_routes is not None:
-        slot.routes = np.concatenate([run.base_routes, run.prompt_routes])
     run.pending, run.chunk_routes = None, []
     # Blocks ran while the prompt went in, with this slot as a padding row:
     # clear its ring before it decodes into it.
@@ -516,7 +527,10 @@ class Engine:
       if fed:
         self.core.commit(slot.index, run.ring_start, len(fed), len(slot.ctx))
       slot.ctx = slot.ctx + fed
-      slot.routes = routes if routed_from == 0 else None
+      if routes is not None and routed_from == 0:
+        slot.routes = routes
+      else:  # still known if nothing was fed (aborted in its prompt)
+        slot.routes = engine_slots.head(slot.routes, len(slot.ctx))
     slot.last_used = time.monotonic()
     self.stats.requests += 1
     self._deliver(run, run.result(reason, run.cached, routes, routed_from))

@@ -36,7 +36,9 @@ class Slot:
     self.session: str | None = None
     self.last_used = 0.0
     self.run: Run | None = None
-    self.routes: np.ndarray | None = None  # routing of ctx, when known
+    # Routing of ctx, when known; kept in step with ctx (a chunked prompt
+    # too), since another session may copy any prefix of ctx.
+    self.routes: np.ndarray | None = None
 
   def clear(self) -> None:
     self.ctx, self.session, self.routes = [], None, None
@@ -129,6 +131,21 @@ def head(routes: np.ndarray | None, n: int) -> np.ndarray | None:
   return routes[:n]
 
 
+def append_routes(
+    routes: np.ndarray | None, n: int, new: np.ndarray | None
+) -> np.ndarray | None:
+  """Routing of n known positions and `new` after them, or None if unknown.
+
+  `routes` must cover the first n positions (n == 0 needs nothing).
+  """
+  if new is None:
+    return None
+  if n == 0:
+    return new
+  first = head(routes, n)
+  return None if first is None else np.concatenate([first, new])
+
+
 def best_donor(slots, target, ids) -> tuple[Slot | None, int]:
   """The other slot whose context shares the longest prefix with ids."""
   best, length = None, 0
@@ -206,7 +223,9 @@ class Stats:
     window = [(t, n) for t, n in list(self.recent) if now - t < 10.0]
     span = now - window[0][0] if window else 0.0
     rate = sum(n for _, n in window) / span if span > 0 else 0.0
-    out = {k: v for k, v in dataclasses.asdict(self).items()
-           if k not in ('recent', 'started')}  # fmt: skip
+    # Not dataclasses.asdict: its deep copy of `recent` races the engine
+    # thread's appends (RuntimeError: deque mutated during iteration).
+    out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+           if f.name not in ('recent', 'started')}  # fmt: skip
     out.update(extra, tokens_per_s=round(rate, 2))
     return out

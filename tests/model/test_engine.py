@@ -400,3 +400,51 @@ def test_chunked_prefill_is_exact_and_decodes_between_chunks(
   assert tuple(argmax[len(turn2) - 1 :].tolist()) == second.token_ids
   assert second.routed_from == 0
   np.testing.assert_array_equal(second.routed_experts, out.routing_bsle[0])
+
+
+@pytest.fixture(scope='module')
+def stepped(tiny_cfg, model1):
+  """The chunked engine without its thread: the test calls `step`."""
+  config = dataclasses.replace(CONFIG, prefill_chunk=16)
+  core = engine_core.EngineCore(
+      tiny_cfg, families.layout_preset('fsdp'), slots=config.slots,
+      max_context=config.max_context, ring_len=config.ring_len,
+      steps_per_call=config.steps_per_call, max_extend=config.max_extend,
+      devices=jax.devices()[:1],
+  )  # fmt: skip
+  e = engine_lib.Engine(core, config, vocab_size=tiny_cfg.vocab_size)
+  e.start(model1.params, version=7, thread=False)
+  return e
+
+
+def test_a_prefix_copied_while_its_prompt_is_in_chunks_keeps_routing(
+    engine, stepped
+):
+  # A group's sibling arrives while the first rollout's prompt is still
+  # going in chunk by chunk: it copies the chunks already in, and its reply
+  # must still route every position (routed_from 0).
+  prompt = list(range(120, 180))
+  done = {}
+  keep = lambda r: done.setdefault(r.request_id, r)
+  stepped.submit(_greedy(prompt, 4, session_id='a', request_id='a'), keep)
+  stepped.step()  # a: 16 of its 59 prompt tokens in
+  # b copies those 16, then chunks the 43 others itself.
+  stepped.submit(_greedy(prompt, 4, session_id='b', request_id='b'), keep)
+  stepped.step()  # a: 32 in
+  # c copies a's 32 and extends the 12 others in one forward.
+  stepped.submit(_greedy(prompt[:45], 4, session_id='c', request_id='c'), keep)
+  for _ in range(40):
+    if len(done) == 3:
+      break
+    stepped.step()
+    for s in stepped.slots:  # every slot knows the routing of its context
+      if s.ctx:
+        assert s.routes is not None and len(s.routes) == len(s.ctx), s.index
+  assert stepped.metrics()['copied_tokens'] == 16 + 32
+  full = engine.generate(_greedy(prompt, 4))
+  short = engine.generate(_greedy(prompt[:45], 4))
+  for rid, want in (('a', full), ('b', full), ('c', short)):
+    got = done[rid]
+    assert got.token_ids == want.token_ids, rid
+    assert got.routed_from == 0, rid
+    np.testing.assert_array_equal(got.routed_experts, want.routed_experts)
