@@ -13,7 +13,9 @@ from search_agent.agent.trajectory import Turn
 from search_agent.chat import renderer
 from search_agent.chat import tokenizer as tokenizer_lib
 
-TOKENIZER = pathlib.Path(__file__).parents[1] / 'chat' / 'golden' / 'tiny_tokenizer'
+TOKENIZER = (
+    pathlib.Path(__file__).parents[1] / 'chat' / 'golden' / 'tiny_tokenizer'
+)
 SYSTEM = Turn(role='system', content='sys')
 QUESTION = Turn(role='user', content='Who directed Hope?')
 

@@ -15,8 +15,8 @@ from search_agent.pipeline import report_md
 from search_agent.pipeline import runner
 from search_agent.pipeline import stages as stages_lib
 from search_agent.search import schemas as tool_schemas
+from search_agent.train.rl import job as rl_job
 from search_agent.train.rl import local_servers
-from search_agent.train.rl import setup as rl_setup
 from tpu_configs import pipeline as pipeline_config
 from tpu_configs import rl as rl_config
 
@@ -408,12 +408,12 @@ def test_rl_sees_the_prompt_and_snippets_eval_sees():
       section, _, field = key.rpartition('.')
       (rc[section] if section else rc)[field] = value
   schemas = tool_schemas.tool_schemas(env.tools)
-  assert rl_setup.system_text(rc) == env.system_text(schemas)
-  assert 'search(query' in rl_setup.system_text(rc)
+  assert rl_job.system_text(rc) == env.system_text(schemas)
+  assert 'search(query' in rl_job.system_text(rc)
   assert rc.search.snippet_words == env.snippet_words == 24
   assert rc.optimizer.learning_rate == c.rl.learning_rate
   # The RL binary hands the rollouts' temperature to the learner too.
-  assert rl_setup.loop_config(rc).temperature == 0.7
+  assert rl_job.loop_config(rc).temperature == 0.7
 
 
 def test_the_climb_runs_before_the_report_from_rl_to_rl():

@@ -10,7 +10,7 @@ from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory as traj_lib
 from search_agent.selfplay import toolbox
 from search_agent.train.rl import advantages as adv_lib
-from search_agent.train.rl import configs
+from search_agent.train.rl import config as config_lib
 from search_agent.train.rl import learner
 from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import selfplay
@@ -22,7 +22,7 @@ def test_variants_compose():
   assert selfplay.enabled(c) and c.selfplay.verifier.kind == 'programmatic'
   assert (c.selfplay.k_proposer, c.selfplay.k_solver) == (2, 2)
   assert list(c.search.tools) == ['search', 'open', 'find']
-  assert configs.loss_config(c).objective == 'grpo_clip'
+  assert config_lib.loss_config(c).objective == 'grpo_clip'
   full = rl_config.get_config('searchmaster')
   sp = selfplay.selfplay_config(full)
   assert (sp.k_proposer, sp.k_solver, sp.ecg, sp.difficulty, sp.oop,

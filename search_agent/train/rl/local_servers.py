@@ -27,7 +27,7 @@ import os
 from typing import Iterator, Sequence
 
 from search_agent.serving import local
-from search_agent.train.rl import setup
+from search_agent.train.rl import job as job_lib
 
 
 def wanted(c) -> int:
@@ -36,7 +36,7 @@ def wanted(c) -> int:
   n = int(r.local_servers.count)
   if r.policy == 'openai':
     if n > 1:
-      raise setup.RLSetupError(
+      raise job_lib.RLSetupError(
           f"rollout.policy='openai' talks to one endpoint: set"
           f' rollout.local_servers.count to 0 or 1, not {n}'
       )
@@ -76,14 +76,14 @@ def _pairs(entries: Sequence[str], field: str, form: str) -> dict[str, str]:
   try:
     return local.pairs(entries, f'rollout.local_servers.{field}', form)
   except ValueError as e:
-    raise setup.RLSetupError(str(e)) from e
+    raise job_lib.RLSetupError(str(e)) from e
 
 
 def _env(entries: Sequence[str]) -> dict[str, str]:
   try:
     return local.env_pairs(entries, 'rollout.local_servers.env')
   except ValueError as e:
-    raise setup.RLSetupError(str(e)) from e
+    raise job_lib.RLSetupError(str(e)) from e
 
 
 @contextlib.contextmanager
@@ -95,7 +95,7 @@ def started(c, workdir: str) -> Iterator:
     yield c
     return
   s = c.rollout.local_servers
-  options = overrides(c, setup.tokenizer_path(c, workdir))
+  options = overrides(c, job_lib.tokenizer_path(c, workdir))
   env = _env(s.env)
   logs_dir = os.path.join(workdir, 'servers')
   specs = [

@@ -40,6 +40,7 @@ from search_agent.search import locations
 from search_agent.search import tools as tools_lib
 from search_agent.train import checkpoint as checkpoint_lib
 from search_agent.train.rl import climbing_handoff
+from search_agent.train.rl import job as job_lib
 from search_agent.train.rl import local_servers
 from search_agent.train.rl import loop as loop_lib
 from search_agent.train.rl import partial
@@ -47,7 +48,6 @@ from search_agent.train.rl import replay_queue
 from search_agent.train.rl import rollout_worker
 from search_agent.train.rl import selfplay
 from search_agent.train.rl import server_policy
-from search_agent.train.rl import setup
 from search_agent.train.rl import task_pool
 from search_agent.train.rl import weight_sync
 
@@ -104,7 +104,7 @@ def write_manifest(c, workdir: str, role: str, extra: dict[str, Any]) -> None:
 
 
 def build_learner(c, workdir: str, devices, check_alive=lambda: None):
-  model = setup.learner_model(c, devices)
+  model = job_lib.learner_model(c, devices)
   distributed.barrier('rl-learner-model-built')  # orbax syncs next
   ckpt = checkpoint_lib.Checkpointer(
       _paths(workdir)['checkpoints'],
@@ -116,10 +116,10 @@ def build_learner(c, workdir: str, devices, check_alive=lambda: None):
       loop_lib.LearnerLoop
   )  # fmt: skip
   return loop_cls(
-      setup.loop_config(c),
+      job_lib.loop_config(c),
       model=model,
-      tx=setup.optimizer(c, model),
-      tasks=task_pool.TaskPool(setup.load_tasks(c), seed=c.task_seed),
+      tx=job_lib.optimizer(c, model),
+      tasks=task_pool.TaskPool(job_lib.load_tasks(c), seed=c.task_seed),
       queue=replay_queue.ReplayQueue(_paths(workdir)['queue']),
       weights=weight_sync.WeightStore(
           _paths(workdir)['weights'], keep=c.weights.keep
@@ -147,11 +147,11 @@ def policy_for(c, workdir: str, devices, tok) -> tuple[Any, Any]:
   if kind == 'openai':
     return _openai_policy(c, store)
   if kind != 'in_process':
-    raise setup.RLSetupError(
+    raise job_lib.RLSetupError(
         f'rollout.policy {kind!r}: use one of {server_policy.POLICIES}'
     )
   cfg = dataclasses.replace(
-      setup.model_config(c),
+      job_lib.model_config(c),
       max_target_length=c.sampler.max_prompt_len + c.sampler.max_new_tokens,
   )
   sampler = sampler_lib.Sampler(
@@ -171,7 +171,7 @@ def _openai_policy(c, store: weight_sync.WeightStore) -> tuple[Any, Any]:
   logprobs asked for; weights pushed to the endpoint's root when
   `rollout.openai_push_weights` (server_policy.py)."""
   if c.parity.require_routing:
-    raise setup.RLSetupError(
+    raise job_lib.RLSetupError(
         "rollout.policy='openai' returns no routing record: set"
         ' parity.require_routing=False (the learner routes those rows'
         ' afresh and counts them as unrouted_rows)'
@@ -201,9 +201,9 @@ def _partial(c, workdir: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
   """A RolloutWorker on `devices`, its policy synced to the weights dir."""
-  tok = setup.tokenizer(c, workdir)
+  tok = job_lib.tokenizer(c, workdir)
   llm, synced = policy_for(c, workdir, devices, tok)
-  index = setup.index_dir(c, workdir)
+  index = job_lib.index_dir(c, workdir)
   words = c.search.snippet_words
   engine = (
       locations.open_engine(index, engine_lib.snippet_words_config(words))
@@ -222,17 +222,17 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
   make = rollout_worker.RolloutWorker
   if selfplay.enabled(c):  # SearchMaster self-play: seeds, two roles
     make = selfplay.worker_factory(
-        c, workdir, setup.agent_config(c), devices=devices, tok=tok
+        c, workdir, job_lib.agent_config(c), devices=devices, tok=tok
     )
   worker = make(
-      setup.worker_config(c),
+      job_lib.worker_config(c),
       policy=llm,
-      agent_cfg=setup.agent_config(c),
+      agent_cfg=job_lib.agent_config(c),
       toolbox_factory=lambda task: tools_lib.Toolbox(
           backend, config=tb_cfg, context=task.question
       ),
-      system_text=setup.system_text(c),
-      scorer=setup.scorer(c),
+      system_text=job_lib.system_text(c),
+      scorer=job_lib.scorer(c),
       queue=replay_queue.ReplayQueue(_paths(workdir)['queue']),
       errors_path=os.path.join(workdir, 'rollout_errors.jsonl'),
       rollouts_path=os.path.join(
@@ -302,7 +302,7 @@ def run_rollout(c, workdir: str, stop: threading.Event | None = None) -> None:
 
 def _after(c, workdir: str) -> None:
   if c.climbing.enabled and distributed.is_writer():
-    out = climbing_handoff.handoff(workdir, setup.climb_config(c))
+    out = climbing_handoff.handoff(workdir, job_lib.climb_config(c))
     logging.info('SFT-RL climbing: %s', out)
 
 
@@ -310,7 +310,7 @@ def run_learner(c, workdir: str) -> int:
   loop = build_learner(c, workdir, jax.devices())
   if distributed.is_writer():
     judge = (selfplay.judge_manifest(c) if selfplay.enabled(c)
-             else setup.scorer(c).manifest)  # fmt: skip
+             else job_lib.scorer(c).manifest)  # fmt: skip
     write_manifest(c, workdir, 'learner', {
         'judge': judge, 'processes': jax.process_count(),
         'topology': dataclasses.asdict(distributed.topology()),
@@ -326,7 +326,7 @@ def run_all(c, workdir: str) -> int:
       'rl.run --role=all (a learner and a rollout worker in one process)'
   )
   c = with_worker_id(c, 'all')
-  l_dev, s_dev = setup.split_devices(c, 'all')
+  l_dev, s_dev = job_lib.split_devices(c, 'all')
   stop, failure = threading.Event(), []
   with (
       local_servers.started(c, workdir) as c,

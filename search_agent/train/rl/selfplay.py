@@ -39,12 +39,12 @@ from search_agent.selfplay import stats
 from search_agent.selfplay import toolbox as toolbox_lib
 from search_agent.selfplay import verifier as verifier_lib
 from search_agent.train.rl import advantages as adv_lib
-from search_agent.train.rl import configs
+from search_agent.train.rl import config as config_lib
 from search_agent.train.rl import frozen_verifier
+from search_agent.train.rl import job as job_lib
 from search_agent.train.rl import loop as loop_lib
 from search_agent.train.rl import rollout_groups
 from search_agent.train.rl import rollout_worker
-from search_agent.train.rl import setup
 from search_agent.train.rl import token_exact
 from search_agent.train.rl import weight_sync
 
@@ -86,7 +86,7 @@ def selfplay_config(c) -> seed_round.SelfPlayConfig:
       difficulty=s.difficulty, oop=s.oop, seed_gate=s.seed_gate,
       seed_chars=s.seed_chars,
       filters=filters_lib.FilterConfig(**s.filters.to_dict()),
-      rewards=configs.searchmaster_rewards(c),
+      rewards=config_lib.searchmaster_rewards(c),
   )  # fmt: skip
 
 
@@ -122,7 +122,7 @@ def frozen_verifier_llm(c, workdir: str, devices, tok):
 
   def make_sampler():
     return sampler_lib.Sampler(
-        setup.model_config(c),
+        job_lib.model_config(c),
         families.layout_preset(c.sampler.layout),
         batch_size=c.sampler.batch_size,
         max_prompt_len=c.sampler.max_prompt_len,

@@ -16,7 +16,7 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
-from search_agent.train.rl import configs
+from search_agent.train.rl import config as config_lib
 from search_agent.train.rl import simulator
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -39,7 +39,7 @@ def summary_line(mode: str, r: dict) -> str:
 def main(argv):
   del argv
   c = _CONFIG.value
-  reports = simulator.compare(configs.sim_config(c), c.sim.oversample)
+  reports = simulator.compare(config_lib.sim_config(c), c.sim.oversample)
   os.makedirs(_WORKDIR.value, exist_ok=True)
   path = os.path.join(_WORKDIR.value, 'simulation.json')
   with open(path, 'w', encoding='utf-8') as f:

@@ -121,8 +121,8 @@ def test_the_real_tiny_sampler_answers_as_the_initial_model(tmp_path):
   from search_agent.chat import tokenizer as tokenizer_lib
   from search_agent.model import families
   from search_agent.model import maxtext_model
+  from search_agent.train.rl import job as job_lib
   from search_agent.train.rl import selfplay
-  from search_agent.train.rl import setup
   from tpu_configs import rl as rl_config
 
   # pylint: enable=g-import-not-at-top
@@ -131,7 +131,7 @@ def test_the_real_tiny_sampler_answers_as_the_initial_model(tmp_path):
   c.sampler.update(dict(batch_size=1, max_prompt_len=64))
   devices = jax.devices()[:1]
   model = maxtext_model.build(
-      setup.model_config(c), families.layout_preset('fsdp'), devices=devices
+      job_lib.model_config(c), families.layout_preset('fsdp'), devices=devices
   )
   store = weight_sync.WeightStore(tmp_path / 'weights', keep=1)
   store.publish(model.params, 0)

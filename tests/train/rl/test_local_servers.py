@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
+from search_agent.train.rl import job as job_lib
 from search_agent.train.rl import local_servers
-from search_agent.train.rl import setup
 from tpu_configs import rl as rl_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
@@ -73,9 +73,9 @@ def test_the_server_gets_the_runs_tokenizer_sizes_and_slots():
 def test_a_malformed_override_or_env_entry_is_refused_by_name():
   c = _tiny(policy='server')
   c.rollout.local_servers.overrides = ('engine.slots',)
-  with pytest.raises(setup.RLSetupError, match="'engine.slots' is not key"):
+  with pytest.raises(job_lib.RLSetupError, match="'engine.slots' is not key"):
     local_servers.serve_argv(c, 1, 't')
-  with pytest.raises(setup.RLSetupError, match="'XLA_FLAGS' is not NAME"):
+  with pytest.raises(job_lib.RLSetupError, match="'XLA_FLAGS' is not NAME"):
     local_servers._env(('XLA_FLAGS',))  # pylint: disable=protected-access
 
 

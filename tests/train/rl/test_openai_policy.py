@@ -20,11 +20,11 @@ import pytest
 from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 from search_agent.llm import role_client
+from search_agent.train.rl import job as job_lib
 from search_agent.train.rl import local_servers
 from search_agent.train.rl import roles
 from search_agent.train.rl import rollout_worker
 from search_agent.train.rl import server_policy
-from search_agent.train.rl import setup
 from search_agent.train.rl import weight_sync
 from tpu_configs import rl as rl_config
 
@@ -146,7 +146,7 @@ def test_without_pushes_the_store_stamps_the_versions(tmp_path):
 def test_the_openai_policy_refuses_to_require_routing(tmp_path):
   c = _openai()
   c.parity.require_routing = True
-  with pytest.raises(setup.RLSetupError, match='require_routing=False'):
+  with pytest.raises(job_lib.RLSetupError, match='require_routing=False'):
     _policy(c, tmp_path)
 
 
@@ -156,7 +156,7 @@ def test_a_local_server_for_the_openai_policy():
   c.rollout.local_servers.count = 1
   assert local_servers.wanted(c) == 1
   c.rollout.local_servers.count = 2
-  with pytest.raises(setup.RLSetupError, match='one endpoint'):
+  with pytest.raises(job_lib.RLSetupError, match='one endpoint'):
     local_servers.wanted(c)
 
 
@@ -267,7 +267,7 @@ def test_the_llm_judges_are_a_counted_role():
   c = rl_config.get_config('tiny')
   c.judge.kind = 'llm'
   c.judge.llm = {'kind': 'scripted', 'name': 'j', 'script': ('<answer>',)}
-  scorer = setup.scorer(c)
+  scorer = job_lib.scorer(c)
   assert isinstance(scorer.answer_judge, role_client.RoleLLM)
   assert scorer.answer_judge.role == 'judge'
   params = protocol.SamplingParams(max_tokens=4)

@@ -7,7 +7,7 @@ import pytest
 
 from search_agent.agent import trajectory as traj_lib
 from search_agent.rewards import outcome
-from search_agent.train.rl import configs
+from search_agent.train.rl import config as config_lib
 from search_agent.train.rl import rollout_groups
 
 
@@ -22,46 +22,46 @@ def _load(repo_root, arg=None):
 
 def test_recipe_values(repo_root):
   c = _load(repo_root)
-  loss = configs.loss_config(c)
+  loss = config_lib.loss_config(c)
   assert (loss.icepop_low, loss.icepop_high, loss.max_token_age) == (0.2, 5, 8)
   assert loss.objective == 'icepop'
-  s = configs.scheduler_config(c)
+  s = config_lib.scheduler_config(c)
   assert (s.groups_per_update, s.start_after_ready, s.admission_window) == (
       32,
       8,
       8,
   )
-  v = configs.claim_voting(c)
+  v = config_lib.claim_voting(c)
   assert (
       v.select_calls,
       v.select_min_votes,
       v.judge_calls,
       v.judge_min_votes,
   ) == (5, 3, 7, 5)
-  w = configs.reward_weights(c)
+  w = config_lib.reward_weights(c)
   assert (w.correct, w.coverage) == (0.6, 0.4)
-  assert not configs.advantage_config(c).normalize_std
-  sim = configs.sim_config(c)
+  assert not config_lib.advantage_config(c).normalize_std
+  sim = config_lib.sim_config(c)
   assert sim.cluster.generation_nodes == 7 and sim.cluster.training_nodes == 10
 
 
 def test_tiny_and_errors(repo_root):
   c = _load(repo_root, 'tiny')
-  assert configs.scheduler_config(c).groups_per_update == 4
+  assert config_lib.scheduler_config(c).groups_per_update == 4
   c.loss.objective = 'ppo'
   with pytest.raises(ValueError, match='objective'):
-    configs.loss_config(c)
+    config_lib.loss_config(c)
   with pytest.raises(ValueError, match='variant'):
     _load(repo_root, 'huge')
 
 
 def test_searchmaster_variant(repo_root):
   c = _load(repo_root, 'searchmaster,tiny')
-  loss = configs.loss_config(c)
+  loss = config_lib.loss_config(c)
   assert loss.objective == 'grpo_clip' and loss.kl_coef == 0.001
   assert (loss.clip_low, loss.clip_high) == (0.2, 0.28)
-  assert configs.advantage_config(c).normalize_std
-  sm = configs.searchmaster_rewards(c)
+  assert config_lib.advantage_config(c).normalize_std
+  sm = config_lib.searchmaster_rewards(c)
   assert (
       sm.r0,
       sm.depth_horizon,
@@ -70,7 +70,7 @@ def test_searchmaster_variant(repo_root):
       sm.oop_lambda,
   ) == (0.2, 10, 1.5, 2.5, 0.5)
   assert c.group_size == 8
-  assert configs.scheduler_config(c).groups_per_update == 4
+  assert config_lib.scheduler_config(c).groups_per_update == 4
 
 
 def test_scored_needs_tokens():

@@ -36,7 +36,7 @@ from search_agent.search import schemas as tool_schemas
 from search_agent.search import tantivy_build
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
-from search_agent.train.rl import configs
+from search_agent.train.rl import config as config_lib
 from search_agent.train.rl import loop as loop_lib
 from search_agent.train.rl import parity as parity_lib
 from search_agent.train.rl import rollout_worker
@@ -59,9 +59,9 @@ def loop_config(c: ml_collections.ConfigDict) -> loop_lib.LoopConfig:
       poll_s=lc.poll_s,
       stall_timeout_s=lc.stall_timeout_s,
       lease_timeout_s=lc.lease_timeout_s,
-      scheduler=configs.scheduler_config(c),
-      loss=configs.loss_config(c),
-      advantages=configs.advantage_config(c),
+      scheduler=config_lib.scheduler_config(c),
+      loss=config_lib.loss_config(c),
+      advantages=config_lib.advantage_config(c),
       parity=parity_lib.ParityConfig(**c.parity.to_dict()),
       temperature=c.rollout.temperature,
   )
@@ -247,7 +247,7 @@ def optimizer(c, model: maxtext_model.Model):
 
 def scorer(c) -> Any:
   """The rollout scorer the config names."""
-  weights = configs.reward_weights(c)
+  weights = config_lib.reward_weights(c)
   if c.judge.kind == 'deterministic':
     return scoring.DeterministicScorer(weights)
   if c.judge.kind != 'llm':
@@ -255,4 +255,4 @@ def scorer(c) -> Any:
         f'judge.kind {c.judge.kind!r}: use "llm" or "deterministic"'
     )
   llm = registry.build_role(registry.from_dict(c.judge.llm.to_dict()), 'judge')
-  return scoring.LLMScorer(llm, llm, configs.claim_voting(c), weights)
+  return scoring.LLMScorer(llm, llm, config_lib.claim_voting(c), weights)
