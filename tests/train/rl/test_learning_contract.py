@@ -10,19 +10,15 @@ sampled under it, and the second update trained tokens version 1 sampled.
 
 import collections
 import json
-import os
 import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
 from search_agent.agent import trajectory as traj_lib
+from tests.train.rl import rl_binary
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
-
-REPO = pathlib.Path(__file__).resolve().parents[3]
 
 
 def _jsonl(path: pathlib.Path) -> list[dict]:
@@ -30,26 +26,8 @@ def _jsonl(path: pathlib.Path) -> list[dict]:
 
 
 def test_two_updates_learn_from_the_updated_policy(tmp_path):
-  workdir, log = tmp_path / 'run', tmp_path / 'log.txt'
-  with open(log, 'wb') as out:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            '-m',
-            'search_agent.train.rl.run',
-            '--config=tpu_configs/rl.py:tiny,warm',
-            f'--workdir={workdir}',
-            '--config.max_updates=2',
-        ],
-        cwd=REPO,
-        env=dict(os.environ),
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        timeout=1500,
-        check=False,
-    )
-  text = log.read_text(errors='replace')
-  assert proc.returncode == 0, text[-3000:]
+  workdir = rl_binary.run(tmp_path, 'tiny,warm', 2)
+  text = (tmp_path / 'log.txt').read_text(errors='replace')
   manifest = json.loads((workdir / 'manifest.json').read_text())
   assert manifest['config']['learner']['dynamic_sampling']
   rows = _jsonl(workdir / 'metrics.jsonl')

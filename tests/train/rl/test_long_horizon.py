@@ -7,40 +7,17 @@ calls slides.
 """
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
 from search_agent.agent import trajectory as traj_lib
+from tests.train.rl import rl_binary
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
-REPO = pathlib.Path(__file__).resolve().parents[3]
-
 
 def test_slid_rollouts_are_trained_not_dropped(tmp_path):
-  workdir, log = tmp_path / 'run', tmp_path / 'log.txt'
-  with open(log, 'wb') as out:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            '-m',
-            'search_agent.train.rl.run',
-            '--config=tpu_configs/rl.py:tiny,long',
-            f'--workdir={workdir}',
-            '--config.max_updates=1',
-        ],
-        cwd=REPO,
-        env=dict(os.environ),
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        timeout=1500,
-        check=False,
-    )
-  assert proc.returncode == 0, log.read_text(errors='replace')[-3000:]
+  workdir = rl_binary.run(tmp_path, 'tiny,long', 1)
   (row,) = [
       json.loads(l)
       for l in (workdir / 'metrics.jsonl').read_text().splitlines()
