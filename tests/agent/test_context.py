@@ -3,38 +3,15 @@
 import pytest
 
 from search_agent.agent import context
-from search_agent.agent.trajectory import ToolCall
 from search_agent.agent.trajectory import Turn
+from tests.agent import dialogue
 
-SYSTEM = Turn(role='system', content='sys')
-QUESTION = Turn(role='user', content='Who directed Hope?')
-
-
-def _call(q: str) -> Turn:
-  return Turn(
-      role='assistant',
-      reasoning=f'think {q}',
-      content=f'<tool_call>{{"name": "search", "arguments": {{"query": ["{q}"]}}}}</tool_call>',
-      tool_calls=(ToolCall(name='search', arguments={'query': [q]}),),
-  )
-
-
-def _obs(text: str) -> Turn:
-  return Turn(role='tool', name='search', content=text)
-
-
-# system, question, then 3 rounds of (call, observation), then the answer.
-MESSAGES = (
-    SYSTEM,
-    QUESTION,
-    _call('a'),
-    _obs('obs one'),
-    _call('b'),
-    _obs('obs two!'),
-    _call('c'),
-    _obs('obs three'),
-    Turn(role='assistant', reasoning='done', content='<answer>X</answer>'),
+SYSTEM, QUESTION, MESSAGES = (
+    dialogue.SYSTEM,
+    dialogue.QUESTION,
+    dialogue.MESSAGES,
 )
+_call, _obs = dialogue.call, dialogue.obs
 
 
 def test_sliding_window_by_hand():

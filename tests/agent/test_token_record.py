@@ -8,43 +8,20 @@ import pytest
 from search_agent.agent import chatml
 from search_agent.agent import context
 from search_agent.agent import token_record
-from search_agent.agent.trajectory import ToolCall
 from search_agent.agent.trajectory import Turn
 from search_agent.chat import renderer
 from search_agent.chat import tokenizer as tokenizer_lib
+from tests.agent import dialogue
 
 TOKENIZER = (
     pathlib.Path(__file__).parents[1] / 'chat' / 'golden' / 'tiny_tokenizer'
 )
-SYSTEM = Turn(role='system', content='sys')
-QUESTION = Turn(role='user', content='Who directed Hope?')
-
-
-def _call(q: str) -> Turn:
-  return Turn(
-      role='assistant',
-      reasoning=f'think {q}',
-      content=f'<tool_call>{{"name": "search", "arguments": {{"query": ["{q}"]}}}}</tool_call>',
-      tool_calls=(ToolCall(name='search', arguments={'query': [q]}),),
-  )
-
-
-def _obs(text: str) -> Turn:
-  return Turn(role='tool', name='search', content=text)
-
-
-# system, question, then 3 rounds of (call, observation), then the answer.
-MESSAGES = (
-    SYSTEM,
-    QUESTION,
-    _call('a'),
-    _obs('obs one'),
-    _call('b'),
-    _obs('obs two!'),
-    _call('c'),
-    _obs('obs three'),
-    Turn(role='assistant', reasoning='done', content='<answer>X</answer>'),
+SYSTEM, QUESTION, MESSAGES = (
+    dialogue.SYSTEM,
+    dialogue.QUESTION,
+    dialogue.MESSAGES,
 )
+_call, _obs = dialogue.call, dialogue.obs
 
 
 @pytest.fixture(scope='module')
