@@ -9,10 +9,8 @@ so its answers are real text, not budget-cut noise.
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -21,6 +19,7 @@ from search_agent.agent import trajectory
 from search_agent.corpus.sources import CorpusSpec
 from search_agent.evaluation import results
 from search_agent.search.tantivy_build import build_tantivy_index
+from search_agent.serving import local
 
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow]
 
@@ -40,51 +39,25 @@ MAX_NEW, CONTEXT = 64, 2048
 N = 8  # questions
 
 
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
-def _wait_healthy(url, proc, log, timeout_s=600.0):
-  deadline = time.monotonic() + timeout_s
-  while time.monotonic() < deadline:
-    if proc.poll() is not None:
-      raise RuntimeError(f'the server exited: {log.read_text()[-2000:]}')
-    try:
-      if httpx.get(url + '/health', timeout=2.0).status_code == 200:
-        return
-    except httpx.TransportError:
-      pass
-    time.sleep(0.5)
-  raise TimeoutError(f'{url} not healthy after {timeout_s}s')
-
-
 @pytest.fixture(scope='module')
 def trained_server(tmp_path_factory):
   """The base URL of a server process with the tiny policy's weights."""
-  port = _free_port()
-  url = f'http://127.0.0.1:{port}'
   log = tmp_path_factory.mktemp('trained') / 'server.log'
+  spec = local.ServerSpec(
+      config=f'{REPO}/tpu_configs/serve.py:tiny',
+      overrides={
+          'host': '127.0.0.1',
+          'model.checkpoint_dir': str(POLICY),
+          'tokenizer': f'{POLICY}/tokenizer',
+          'engine.max_context': str(CONTEXT),
+          'engine.max_new_tokens': str(MAX_NEW),
+          'engine.slots': '4',
+      },
+      log=str(log),
+  )
   env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=1')
-  with open(log, 'wb') as out:
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'search_agent.serving',
-         '--config=tpu_configs/serve.py:tiny', f'--port={port}',
-         '--config.host=127.0.0.1',
-         f'--config.model.checkpoint_dir={POLICY}',
-         f'--config.tokenizer={POLICY}/tokenizer',
-         f'--config.engine.max_context={CONTEXT}',
-         f'--config.engine.max_new_tokens={MAX_NEW}',
-         '--config.engine.slots=4'],
-        cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-      _wait_healthy(url, proc, log)
-      yield url
-    finally:
-      proc.terminate()
-      proc.wait(timeout=60)
+  with local.started([spec], env, timeout_s=600.0) as (url,):
+    yield url
 
 
 @pytest.fixture(scope='module')
