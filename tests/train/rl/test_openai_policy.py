@@ -6,11 +6,8 @@ import http.server
 import json
 import os
 import pathlib
-import socket
-import subprocess
 import sys
 import threading
-import time
 import types
 
 import httpx
@@ -20,6 +17,7 @@ import pytest
 from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.llm import protocol
 from search_agent.llm import role_client
+from search_agent.serving import local
 from search_agent.train.rl import job as job_lib
 from search_agent.train.rl import local_servers
 from search_agent.train.rl import roles
@@ -180,40 +178,18 @@ def test_the_local_server_becomes_the_openai_endpoint(tmp_path, monkeypatch):
   assert started[0].overrides['tokenizer'] == str(TOKENIZER)
 
 
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
 @pytest.fixture(scope='module')
 def served(tmp_path_factory):
   """The root URL of a tiny `python -m search_agent.serving` process."""
-  port = _free_port()
-  url = f'http://127.0.0.1:{port}'
   log = tmp_path_factory.mktemp('served') / 'server.log'
+  spec = local.ServerSpec(
+      config=f'{rl_run.REPO}/tpu_configs/serve.py:tiny',
+      overrides={'host': '127.0.0.1', 'tokenizer': str(TOKENIZER)},
+      log=str(log),
+  )
   env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=1')
-  with open(log, 'wb') as out:
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'search_agent.serving',
-         '--config=tpu_configs/serve.py:tiny', f'--port={port}',
-         '--config.host=127.0.0.1', f'--config.tokenizer={TOKENIZER}'],
-        cwd=rl_run.REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-      deadline = time.monotonic() + 600
-      while True:
-        assert proc.poll() is None, log.read_text()[-2000:]
-        assert time.monotonic() < deadline, f'{url} never became healthy'
-        try:
-          if httpx.get(url + '/health', timeout=2.0).status_code == 200:
-            break
-        except httpx.TransportError:
-          time.sleep(0.5)
-      yield url
-    finally:
-      proc.terminate()
-      proc.wait(timeout=60)
+  with local.started([spec], env, timeout_s=600.0) as (url,):
+    yield url
 
 
 @pytest.mark.maxtext
