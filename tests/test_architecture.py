@@ -75,6 +75,31 @@ def test_chat_sits_below_the_agent_and_the_server():
   assert not _offenders(_files('search_agent/serving'), ['search_agent.agent'])
 
 
+def test_search_sits_below_the_agent():
+  """Corpus, search and llm know chats (`chat.turns.ToolCall`) but no agent:
+  the agent, evaluation and everything above them build on the search layer,
+  never the other way round."""
+  above = [
+      f'search_agent.{p}'
+      for p in (
+          'agent',
+          'evaluation',
+          'filtering',
+          'pipeline',
+          'rewards',
+          'selfplay',
+          'serving',
+          'synthesis',
+          'train',
+          'viewer',
+      )
+  ]
+  files = _files(
+      'search_agent/corpus', 'search_agent/search', 'search_agent/llm'
+  )
+  assert not _offenders(files, above)
+
+
 def test_lower_layers_never_import_the_trainer():
   files = _files(
       'search_agent/corpus',
