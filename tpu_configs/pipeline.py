@@ -314,7 +314,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       servers=1,
       extra=(),
   )
-  # RL's question pool (search_agent/pipeline/rl_pool.py): rl_probe runs
+  # RL's question pool (search_agent/pipeline/rl_pool_job.py): rl_probe runs
   # eval.run with the SFT checkpoint on the first probe_tasks train tasks
   # (greedy, the eval's limits) and rl_pool keeps those it answered plus
   # unsolved_fraction as many it missed; RL (and the climb's RL) then draws
@@ -339,7 +339,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # RL did not draw that share an evidence page with one it did
   # (eval_rl_siblings_*) and as many sharing none (eval_rl_untouched_*):
   # whether RL's gain reaches other questions about its pages, and pages
-  # it never visited, before held-out ones (rl_seen.py).
+  # it never visited, before held-out ones (rl_seen_job.py).
   # Off in `learn_accel`: six more evaluations than its quarter hour holds.
   c.rl_seen = dict(
       enabled=learn and not accel, reach=240 if learn and not accel else 0

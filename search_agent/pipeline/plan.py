@@ -446,7 +446,7 @@ def _rl_pool(c) -> Stage:
   p = c.rl_pool
   return Stage(
       name='rl_pool',
-      module='search_agent.pipeline.make_rl_pool',
+      module='search_agent.pipeline.rl_pool',
       flags={
           'tasks': f'{{tasks}}/tasks.{rl_split(c)}.jsonl',
           'probe': '{rl_probe}',
@@ -463,7 +463,7 @@ def _rl_seen(c) -> Stage:
   if c.rl_seen.reach:  # only then: earlier runs' rl_seen stays reusable
     flags['reach'] = c.rl_seen.reach
   return Stage(
-      name='rl_seen', module='search_agent.pipeline.make_rl_seen', flags=flags
+      name='rl_seen', module='search_agent.pipeline.rl_seen', flags=flags
   )
 
 
