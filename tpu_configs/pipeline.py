@@ -82,8 +82,8 @@ STAGES = (
     'eval_phrasings_after_rl',
     'report',
 )
-# The optional stage families (climb, RL pool, rl_seen) are inserted by
-# search_agent/pipeline/plan.py when their sections are enabled.
+# The optional stage families (RL pool, rl_seen, climb) are inserted when
+# their sections are enabled (search_agent/pipeline/plan.py, FAMILIES).
 
 VARIANTS = ('tiny', 'learn', 'learn_accel')
 # The tiny base model `learn`'s pretraining makes (4 layers, 500 updates on
@@ -245,6 +245,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   # filtering.run: the recipe's selection with an offline exact-match judge.
   c.filter = dict(config='tpu_configs/filtering.py:recipe', judge='exact')
+  # search_agent.pipeline.split's flags, passed to it as they are.
   c.split = dict(val_fraction=0.05, min_val=16)
   # SFT (train.sft :tiny). `init` holds the overrides that start it from
   # the pretrain stage's checkpoint (placeholder {pretrain}), used when the

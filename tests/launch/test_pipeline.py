@@ -2,12 +2,15 @@
 
 import json
 import os
+import pathlib
+import re
 import sys
 
 from absl import flags
 from ml_collections import config_flags
 import pytest
 
+from search_agent.pipeline import environment
 from search_agent.pipeline import figures
 from search_agent.pipeline import plan
 from search_agent.pipeline import report
@@ -17,9 +20,13 @@ from search_agent.pipeline import stages as stages_lib
 from search_agent.search import schemas as tool_schemas
 from search_agent.train.rl import job as rl_job
 from search_agent.train.rl import local_servers
+from tpu_configs import eval as eval_config
+from tpu_configs import filtering as filtering_config
 from tpu_configs import pipeline as pipeline_config
 from tpu_configs import rl as rl_config
+from tpu_configs import sft as sft_config
 
+REPO = pathlib.Path(__file__).resolve().parents[2]
 Stage = stages_lib.Stage
 FRONT = ('index', 'tasks', 'tokenizer', 'collect', 'filter', 'split')
 
@@ -271,6 +278,33 @@ def test_one_environment_for_every_stage(tmp_path):
   )
   assert o['search.snippet_words'] == 30
   assert o['rollout.system_prompt'] == env.system_prompt
+
+
+def test_each_binary_takes_the_environment_where_its_config_holds_it():
+  """environment.SPELLINGS names, per binary, keys its config (or, for
+  collect, its flags) has; the plan hands the env to those binaries."""
+  env = environment.Environment(index_dir='I', keep_observations=1)
+  configs = {
+      plan.EVAL: eval_config.get_config('tiny'),
+      plan.RL: rl_config.get_config('tiny'),
+      plan.SFT: sft_config.get_config('tiny'),
+      plan.FILTER: filtering_config.get_config('recipe'),
+  }
+  for module, config in configs.items():
+    for key in env.settings(module):
+      node = config
+      for part in key.split('.'):
+        assert part in node, f'{module} has no {key}'
+        node = node[part]
+  collect = (REPO / 'search_agent/pipeline/collect.py').read_text()
+  for flag in env.settings(plan.COLLECT):
+    assert re.search(rf"DEFINE_\w+\(\s*'{flag}'", collect), flag
+  c = pipeline_config.get_config('learn')
+  c.env.keep_observations = 1
+  taking = {
+      s.module for s in plan.build(c) if s.module in environment.SPELLINGS
+  }
+  assert taking == set(environment.SPELLINGS)
 
 
 def test_the_horizon_slides_in_sft_eval_and_rl_only_when_asked():
