@@ -83,7 +83,7 @@ STAGES = (
     'report',
 )
 # The optional stage families (RL pool, rl_seen, climb) are inserted when
-# their sections are enabled (search_agent/pipeline/plan.py, FAMILIES).
+# their sections are enabled (search_agent/pipeline/families.py).
 
 VARIANTS = ('tiny', 'learn', 'learn_accel')
 # The tiny base model `learn`'s pretraining makes (4 layers, 500 updates on

@@ -3,8 +3,9 @@
 Every stage is a `stages.Stage`: a binary with its config and overrides.
 `{NAME}` in a value is the workdir of stage NAME, so the wiring below is also
 the dependency graph (see stages.py). The environment section is applied to
-collection, every eval and RL alike, so the model is trained and scored on
-the same prompt and observations.
+collection, every eval and RL alike (environment.py), so the model is
+trained and scored on the same prompt and observations; the optional stage
+families are declared in families.py.
 """
 
 import dataclasses
@@ -14,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 from search_agent.pipeline import base_model
 from search_agent.pipeline import environment
+from search_agent.pipeline import families
 from search_agent.pipeline import stages as stages_lib
 
 Stage = stages_lib.Stage
@@ -30,21 +32,6 @@ EVALS = {
     'eval_after_rl': 'after_rl',
     'eval_after_climb': 'after_climb',
 }
-# The optional stage families (FAMILIES below says when and where each runs).
-# One SFT-RL climb (Iris).
-CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
-# RL's pool of answerable train tasks.
-POOL_STAGES = ('rl_probe', 'rl_pool')
-# The in-pool check: the tasks RL trained on, scored with the SFT and the RL
-# checkpoints.
-SEEN_STAGES = ('rl_seen', 'eval_rl_seen_sft', 'eval_rl_seen_rl')
-# How far RL's gain reaches: the SFT and RL checkpoints on other questions
-# about the pages RL trained on ('siblings') and on train pages RL never
-# drew ('untouched').
-REACH_SETS = ('siblings', 'untouched')
-REACH_STAGES = tuple(
-    f'eval_rl_{s}_{m}' for s in REACH_SETS for m in ('sft', 'rl')
-)
 # Held-out phrasings (`phrasing_evals`): each held-out page evaluation and
 # the one of the same checkpoint on the held-out tasks asked again in
 # phrasings no training task used; the report gives both the first one's
@@ -57,62 +44,6 @@ PHRASING_EVALS = {
 
 class PlanError(ValueError):
   """The pipeline config names an unknown stage or source."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Family:
-  """Optional stages the plan inserts into `c.stages` when they are on.
-
-  Attributes:
-    stages: The stages to insert for config `c` (none: the family is off).
-    needs: A stage that must be listed for the family to run ('' = none).
-    after: The family goes right after the first of these that is listed;
-    before: else right before the first of these that is listed; else at
-      the end. A family stage already listed stays where it is.
-  """
-
-  stages: Callable[[Any], tuple[str, ...]]
-  needs: str = ''
-  after: tuple[str, ...] = ()
-  before: tuple[str, ...] = ()
-
-  def insert(self, c, names: list[str]) -> list[str]:
-    """`names` with this family's stages inserted."""
-    stages = self.stages(c)
-    if not stages or (self.needs and self.needs not in names):
-      return names
-    at = len(names)
-    if listed := [n for n in self.after if n in names]:
-      at = names.index(listed[0]) + 1
-    elif listed := [n for n in self.before if n in names]:
-      at = names.index(listed[0])
-    return names[:at] + [n for n in stages if n not in names] + names[at:]
-
-
-FAMILIES = (
-    # RL's question pool (rl_pool.enabled), before RL.
-    Family(
-        stages=lambda c: POOL_STAGES if c.rl_pool.enabled else (),
-        needs='rl',
-        before=('rl',),
-    ),
-    # The in-pool check (rl_seen.enabled) after RL's evaluation, with the
-    # reach sets when rl_seen.reach > 0.
-    Family(
-        stages=lambda c: (
-            SEEN_STAGES + (REACH_STAGES if c.rl_seen.reach else ())
-            if c.rl_seen.enabled
-            else ()
-        ),
-        needs='rl',
-        after=('eval_after_rl', 'rl'),
-    ),
-    # One SFT-RL climb (climb.enabled), before the report.
-    Family(
-        stages=lambda c: CLIMB_STAGES if c.climb.enabled else (),
-        before=('report',),
-    ),
-)
 
 
 def _extra(entries) -> dict[str, str]:
@@ -516,7 +447,7 @@ def _rl_pool(c) -> Stage:
 
 def _rl_seen(c) -> Stage:
   """The tasks of the groups RL's updates consumed (and, with reach, the
-  sets of `REACH_SETS`)."""
+  sets of `families.REACH_SETS`)."""
   flags = {'rl': '{rl}', 'tasks': _rl_stage_tasks(c)}
   if c.rl_seen.reach:  # only then: earlier runs' rl_seen stays reusable
     flags['reach'] = c.rl_seen.reach
@@ -562,7 +493,7 @@ def _report(c) -> Stage:
     flags['phrasings'] = ','.join(phrased)
   if 'eval_rl_seen_rl' in names:  # only then: earlier reports stay reusable
     flags['rl_seen'] = 'eval_rl_seen_sft,eval_rl_seen_rl'
-  reach = [s for s in REACH_SETS if f'eval_rl_{s}_rl' in names]
+  reach = [s for s in families.REACH_SETS if f'eval_rl_{s}_rl' in names]
   if reach:
     flags['rl_reach'] = ','.join(
         f'{s}:eval_rl_{s}_sft:eval_rl_{s}_rl' for s in reach
@@ -609,7 +540,7 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     ),
     **{
         f'eval_rl_{s}_{m}': functools.partial(_eval_reach, tasks=s, model=m)
-        for s in REACH_SETS
+        for s in families.REACH_SETS
         for m in ('sft', 'rl')
     },
     'climb_data': _climb_data,
@@ -629,12 +560,12 @@ def phrasing_evals(c) -> bool:
 
 
 def stage_names(c) -> list[str]:
-  """`c.stages` with the FAMILIES that are on inserted, and without the
+  """`c.stages` with the families that are on inserted (families.py), and without the
   held-out phrasing evaluations when `phrasing_evals` is off."""
   names = list(c.stages)
   if not phrasing_evals(c):
     names = [n for n in names if n not in PHRASING_EVALS.values()]
-  for family in FAMILIES:
+  for family in families.FAMILIES:
     names = family.insert(c, names)
   return names
 
