@@ -19,7 +19,7 @@ Binaries (each takes --help; WORKSPACE.md lists them):
   index.build  index.serve  index.query  index.calibrate  index.bench
   search_agent.filtering.run  search_agent.synthesis.run
   search_agent.train.sft  search_agent.train.rl.run
-  search_agent.train.rl.simulate
+  search_agent.train.rl.simulator_benchmark
   search_agent.model.tools.import_hf  search_agent.model.tools.export_hf
   eval.run  eval.compare  eval.view  launch.local  launch.xpk
 HELP

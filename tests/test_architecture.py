@@ -18,7 +18,10 @@ def _imports(path: pathlib.Path) -> set[str]:
     if isinstance(node, ast.Import):
       names.update(a.name for a in node.names)
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-      names.add(node.module)
+      if node.module == 'search_agent':  # `from search_agent import stats`
+        names.update(f'search_agent.{a.name}' for a in node.names)
+      else:
+        names.add(node.module)
   return names
 
 
@@ -73,6 +76,39 @@ def test_chat_sits_below_the_agent_and_the_server():
   ]
   assert not _offenders(_files('search_agent/chat'), below)
   assert not _offenders(_files('search_agent/serving'), ['search_agent.agent'])
+
+
+# The lowest layers and what each may import from `search_agent`: corpus and
+# llm nothing but themselves, chat the llm protocol, search all three (its
+# tools take `chat.turns.ToolCall`, never an agent type). `stats` and
+# `paths` are leaf modules any layer may use.
+LEAVES = ('stats', 'paths')
+LOWER_LAYERS = {
+    'corpus': ('corpus', *LEAVES),
+    'llm': ('llm', *LEAVES),
+    'chat': ('llm', 'chat', *LEAVES),
+    'search': ('corpus', 'llm', 'chat', 'search', *LEAVES),
+}
+
+
+@pytest.mark.parametrize('layer', sorted(LOWER_LAYERS))
+def test_the_lowest_layers_import_only_layers_below_them(layer):
+  allowed = LOWER_LAYERS[layer]
+  out = []
+  for f in _files(f'search_agent/{layer}'):
+    for name in _imports(f):
+      parts = name.split('.')
+      if parts[0] == 'search_agent' and (
+          len(parts) < 2 or parts[1] not in allowed
+      ):
+        out.append(f'{f.relative_to(REPO)} imports {name}')
+  assert not out
+
+
+def test_the_leaf_modules_import_nothing_of_the_library():
+  for leaf in LEAVES:
+    names = _imports(LIB / f'{leaf}.py')
+    assert not [n for n in names if n.split('.')[0] == 'search_agent']
 
 
 def test_lower_layers_never_import_the_trainer():

@@ -82,8 +82,8 @@ STAGES = (
     'eval_phrasings_after_rl',
     'report',
 )
-# The optional stage families (climb, RL pool, rl_seen) are inserted by
-# search_agent/pipeline/plan.py when their sections are enabled.
+# The optional stage families (RL pool, rl_seen, climb) are inserted when
+# their sections are enabled (search_agent/pipeline/families.py).
 
 VARIANTS = ('tiny', 'learn', 'learn_accel')
 # The tiny base model `learn`'s pretraining makes (4 layers, 500 updates on
@@ -245,6 +245,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   # filtering.run: the recipe's selection with an offline exact-match judge.
   c.filter = dict(config='tpu_configs/filtering.py:recipe', judge='exact')
+  # search_agent.pipeline.split's flags, passed to it as they are.
   c.split = dict(val_fraction=0.05, min_val=16)
   # SFT (train.sft :tiny). `init` holds the overrides that start it from
   # the pretrain stage's checkpoint (placeholder {pretrain}), used when the
@@ -314,7 +315,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       servers=1,
       extra=(),
   )
-  # RL's question pool (search_agent/pipeline/rl_pool.py): rl_probe runs
+  # RL's question pool (search_agent/pipeline/rl_pool_job.py): rl_probe runs
   # eval.run with the SFT checkpoint on the first probe_tasks train tasks
   # (greedy, the eval's limits) and rl_pool keeps those it answered plus
   # unsolved_fraction as many it missed; RL (and the climb's RL) then draws
@@ -339,7 +340,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # RL did not draw that share an evidence page with one it did
   # (eval_rl_siblings_*) and as many sharing none (eval_rl_untouched_*):
   # whether RL's gain reaches other questions about its pages, and pages
-  # it never visited, before held-out ones (rl_seen.py).
+  # it never visited, before held-out ones (rl_seen_job.py).
   # Off in `learn_accel`: six more evaluations than its quarter hour holds.
   c.rl_seen = dict(
       enabled=learn and not accel, reach=240 if learn and not accel else 0

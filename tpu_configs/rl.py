@@ -101,7 +101,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           spectral_multiplier=0.2,
       )
   )
-  # Simulator of the schedule (search_agent/train/rl/simulate.py).
+  # Simulator of the schedule (search_agent/train/rl/simulator_benchmark.py).
   c.sim = ml_collections.ConfigDict(
       dict(
           generation_nodes=7,
@@ -309,7 +309,8 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
   )
   c.weights = ml_collections.ConfigDict(dict(keep=3))  # versions kept
   # SFT-RL climbing (Iris): after the run, pick one rollout per query in the
-  # pass band (filtering/climbing.py) into <workdir>/climbing/sft_train.jsonl
+  # pass band (filtering/climb_selection.py) into
+  # <workdir>/climbing/sft_train.jsonl
   # for `python -m search_agent.train.sft --config.data.train_path=...`.
   c.climbing = ml_collections.ConfigDict(
       dict(enabled=False, min_pass=0.0, max_pass=1.0, min_tool_turns=2)
@@ -467,7 +468,7 @@ def _tiny_policy(c: ml_collections.ConfigDict) -> None:
 def _tiny_warm(c: ml_collections.ConfigDict) -> None:
   """:tiny,warm: RL that can fail on learning. The :tiny main job's SFT
   policy (4 layers, 450 updates from the shipped base) on the pool of train
-  tasks it answers sometimes (made by eval.run and make_rl_pool: the
+  tasks it answers sometimes (made by eval.run and rl_pool: the
   fixture's MANIFEST.json), in the main job's RL environment (the pipeline's
   `rl` stage), with dynamic sampling on: every trained group has a non-zero
   advantage, and a second update trains tokens the first one's weights

@@ -14,7 +14,7 @@ hits and refuses blocked documents as in `search.tools.Toolbox`.
 import json
 from typing import Any, Callable
 
-from search_agent.agent.trajectory import ToolCall
+from search_agent.chat.turns import ToolCall
 from search_agent.search import client as client_lib
 from search_agent.search import schemas as schemas_lib
 from search_agent.search.guard import LeakageGuard

@@ -10,7 +10,7 @@ observation text. `retrieved` is the order-preserving union.
 
 from typing import Any, Iterable, Sequence
 
-from search_agent.agent.trajectory import ToolCall
+from search_agent.chat.turns import ToolCall
 
 
 def result_doc_ids(name: str, data: dict[str, Any]) -> list[str]:

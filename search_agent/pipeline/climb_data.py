@@ -1,4 +1,4 @@
-r"""Writes the SFT data of one SFT-RL climb (`pipeline/climb.py`).
+r"""Writes the SFT data of one SFT-RL climb (`pipeline/climb_data_job.py`).
 
   python -m search_agent.pipeline.climb_data --rl_workdir=RL \
       [--demonstrations=SPLIT/train.jsonl] [--min_pass=0 --max_pass=1 \
@@ -14,8 +14,8 @@ import json
 from absl import app
 from absl import flags
 
-from search_agent.filtering import climbing
-from search_agent.pipeline import climb
+from search_agent.filtering import climb_selection
+from search_agent.pipeline import climb_data_job
 
 _RL = flags.DEFINE_string('rl_workdir', None, 'A finished RL run.')
 _MIN_PASS = flags.DEFINE_float('min_pass', 0.0, 'Pass rate must exceed it.')
@@ -32,12 +32,12 @@ _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  band = climbing.ClimbConfig(
+  band = climb_selection.ClimbConfig(
       min_pass=_MIN_PASS.value,
       max_pass=_MAX_PASS.value,
       min_tool_turns=_MIN_TURNS.value,
   )
-  counts = climb.merge(_RL.value, _DEMOS.value, _WORKDIR.value, band)
+  counts = climb_data_job.merge(_RL.value, _DEMOS.value, _WORKDIR.value, band)
   print(json.dumps(counts))
 
 

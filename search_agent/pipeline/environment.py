@@ -3,14 +3,15 @@
 Teacher collection, evaluation and RL must show the model the same system
 prompt, tool text and observations (top_k, snippet length), or SFT trains on
 one format and eval scores another. `Environment` holds those settings once
-(the pipeline config's `env` section); `collect_flags`, `eval_overrides` and
-`rl_overrides` spell them for each stage binary, and `open_toolboxes` builds
-the same Toolbox `eval.run` builds for them (evaluation/config.py).
+(the pipeline config's `env` section); `SPELLINGS` says, once for every stage
+binary, where it takes each setting, `Environment.settings(module)` is the
+one dict the plan hands that binary, and `open_toolboxes` builds the same
+Toolbox `eval.run` builds for them (evaluation/config.py).
 """
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from search_agent.agent import react
 from search_agent.llm.prompts import prompt as prompt_lib
@@ -60,51 +61,81 @@ class Environment:
     prompt = prompt_lib.load(self.system_prompt)
     return prompt.render(tools=react.tool_text(schemas, self.tool_text))
 
-  def collect_flags(self) -> dict[str, Any]:
-    """Flags of `search_agent.pipeline.collect` for this environment."""
-    return {
-        'index_dir': self.index_dir,
-        'tools': ','.join(self.tools),
-        'top_k': self.top_k,
-        'snippet_words': self.snippet_words,
-        'system_prompt': self.system_prompt,
-        'tool_text': self.tool_text,
-    }
+  def settings(self, module: str) -> dict[str, Any]:
+    """The environment as binary `module` takes it (SPELLINGS)."""
+    spelling = SPELLINGS[module]
+    out = {}
+    for field, key in spelling.keys.items():
+      value = getattr(self, field)
+      if field == 'tools':
+        value = ','.join(value) if spelling.tools_as_text else tuple(value)
+      out[key] = value
+    if self.keep_observations and spelling.window:
+      policy, keep = spelling.window
+      out.update({policy: 'sliding_window', keep: self.keep_observations})
+    return out
 
-  def rl_overrides(self) -> dict[str, Any]:
-    """`--config.*` overrides of tpu_configs/rl.py for this environment."""
-    return {
-        'search.index_dir': self.index_dir,
-        'search.tools': tuple(self.tools),
-        'search.top_k': self.top_k,
-        'search.snippet_words': self.snippet_words,
-        'rollout.system_prompt': self.system_prompt,
-        'rollout.tool_text': self.tool_text,
-        **self._window('rollout.context_policy', 'rollout.keep_observations'),
-    }
 
-  def sft_overrides(self) -> dict[str, Any]:
-    """`--config.*` overrides of tpu_configs/sft.py for this environment."""
-    return self._window('context_policy', 'keep_last_n_observations')
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Spelling:
+  """Where one stage binary takes the environment.
 
-  def _window(self, policy: str, keep: str) -> dict[str, Any]:
-    """The sliding window's two overrides; none at keep_observations 0,
-    so an earlier run's stages keep their hashes."""
-    if not self.keep_observations:
-      return {}
-    return {policy: 'sliding_window', keep: self.keep_observations}
+  Attributes:
+    keys: Environment field -> the binary's flag or `--config.` key.
+    window: Its (context policy, observations kept) keys, set only when
+      `keep_observations` > 0 (so earlier runs' stages keep their hashes);
+      () = it takes no window.
+    tools_as_text: Tools as one comma-separated flag value, not a tuple.
+  """
 
-  def eval_overrides(self) -> dict[str, Any]:
-    """`--config.*` overrides of tpu_configs/eval.py for this environment."""
-    return {
-        'search.index_dir': self.index_dir,
-        'search.tools': tuple(self.tools),
-        'search.top_k': self.top_k,
-        'search.snippet_words': self.snippet_words,
-        'system_prompt': self.system_prompt,
-        'tool_text': self.tool_text,
-        **self._window('context.policy', 'context.keep_observations'),
-    }
+  keys: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  window: tuple[str, ...] = ()
+  tools_as_text: bool = False
+
+
+_SEARCH = {
+    'index_dir': 'search.index_dir',
+    'tools': 'search.tools',
+    'top_k': 'search.top_k',
+    'snippet_words': 'search.snippet_words',
+}
+# Every stage binary that takes the environment, by module.
+SPELLINGS: Mapping[str, Spelling] = {
+    'search_agent.pipeline.collect': Spelling(
+        keys={
+            f: f
+            for f in (
+                'index_dir',
+                'tools',
+                'top_k',
+                'snippet_words',
+                'system_prompt',
+                'tool_text',
+            )
+        },
+        tools_as_text=True,
+    ),
+    'eval.run': Spelling(
+        keys={
+            **_SEARCH,
+            'system_prompt': 'system_prompt',
+            'tool_text': 'tool_text',
+        },
+        window=('context.policy', 'context.keep_observations'),
+    ),
+    'search_agent.train.rl.run': Spelling(
+        keys={
+            **_SEARCH,
+            'system_prompt': 'rollout.system_prompt',
+            'tool_text': 'rollout.tool_text',
+        },
+        window=('rollout.context_policy', 'rollout.keep_observations'),
+    ),
+    'search_agent.train.sft': Spelling(
+        window=('context_policy', 'keep_last_n_observations')
+    ),
+    'search_agent.filtering.run': Spelling(keys={'tools': 'known_tools'}),
+}
 
 
 @contextlib.contextmanager

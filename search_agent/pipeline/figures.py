@@ -242,8 +242,8 @@ FIGURES: dict[str, Callable[[str], str]] = {
     'search_agent.pipeline.train_tokenizer': tokenizer_figure,
     'search_agent.pipeline.split': split_figure,
     'search_agent.pipeline.climb_data': climb_figure,
-    'search_agent.pipeline.make_rl_pool': pool_figure,
-    'search_agent.pipeline.make_rl_seen': seen_figure,
+    'search_agent.pipeline.rl_pool': pool_figure,
+    'search_agent.pipeline.rl_seen': seen_figure,
     'search_agent.pipeline.import_base': base_figure,
 }
 

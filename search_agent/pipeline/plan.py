@@ -3,8 +3,9 @@
 Every stage is a `stages.Stage`: a binary with its config and overrides.
 `{NAME}` in a value is the workdir of stage NAME, so the wiring below is also
 the dependency graph (see stages.py). The environment section is applied to
-collection, every eval and RL alike, so the model is trained and scored on
-the same prompt and observations.
+collection, every eval and RL alike (environment.py), so the model is
+trained and scored on the same prompt and observations; the optional stage
+families are declared in families.py.
 """
 
 import dataclasses
@@ -14,9 +15,16 @@ from typing import Any, Callable, Mapping
 
 from search_agent.pipeline import base_model
 from search_agent.pipeline import environment
+from search_agent.pipeline import families
 from search_agent.pipeline import stages as stages_lib
 
 Stage = stages_lib.Stage
+# The stage binaries that take the environment (environment.SPELLINGS).
+COLLECT = 'search_agent.pipeline.collect'
+EVAL = 'eval.run'
+FILTER = 'search_agent.filtering.run'
+RL = 'search_agent.train.rl.run'
+SFT = 'search_agent.train.sft'
 BUNDLED_CORPUS = 'search_agent/corpus/data/2wikimultihopqa_corpus.json'
 EVALS = {
     'eval_before_sft': 'before_sft',
@@ -24,21 +32,6 @@ EVALS = {
     'eval_after_rl': 'after_rl',
     'eval_after_climb': 'after_climb',
 }
-# The optional stage families, each inserted where stage_names says when
-# its section is enabled. One SFT-RL climb (Iris), before 'report'.
-CLIMB_STAGES = ('climb_data', 'climb_sft', 'climb_rl', 'eval_after_climb')
-# RL's pool of answerable train tasks, inserted before 'rl' when enabled.
-POOL_STAGES = ('rl_probe', 'rl_pool')
-# The in-pool check (rl_seen.enabled): the tasks RL trained on, scored with
-# the SFT and the RL checkpoints; after eval_after_rl.
-SEEN_STAGES = ('rl_seen', 'eval_rl_seen_sft', 'eval_rl_seen_rl')
-# How far RL's gain reaches (rl_seen.reach > 0): the SFT and RL checkpoints
-# on other questions about the pages RL trained on ('siblings') and on
-# train pages RL never drew ('untouched'); after SEEN_STAGES.
-REACH_SETS = ('siblings', 'untouched')
-REACH_STAGES = tuple(
-    f'eval_rl_{s}_{m}' for s in REACH_SETS for m in ('sft', 'rl')
-)
 # Held-out phrasings (`phrasing_evals`): each held-out page evaluation and
 # the one of the same checkpoint on the held-out tasks asked again in
 # phrasings no training task used; the report gives both the first one's
@@ -67,9 +60,10 @@ def _extra(entries) -> dict[str, str]:
 def env_of(c) -> environment.Environment:
   """The environment of every stage: the config's one `env` section.
 
-  Collection, every eval and RL get it as their own flags or overrides
-  (environment.py), so SFT, eval and RL see one prompt format; the plan
-  never reads another binary's config to decide it.
+  Collection, filtering, SFT, every eval and RL get it as
+  `settings(module)`, spelled where each binary takes it
+  (environment.SPELLINGS), so they see one prompt format; the plan never
+  reads another binary's config to decide it.
   """
   e = c.env
   return environment.Environment(
@@ -181,7 +175,7 @@ def _pretrain(c) -> Stage:
   p = c.pretrain
   return Stage(
       name='pretrain',
-      module='search_agent.train.sft',
+      module=SFT,
       config=p.config,
       overrides={
           'tokenizer_path': '{tokenizer}',
@@ -209,7 +203,7 @@ def _collect(c) -> Stage:
   flags = {
       'tasks': '{tasks}/tasks.train.jsonl',
       'limit': c.tasks.max_train,
-      **env.collect_flags(),
+      **env.settings(COLLECT),
       'rollouts': t.rollouts,
       'max_steps': t.max_steps,
       'teacher': t.kind,
@@ -227,21 +221,19 @@ def _collect(c) -> Stage:
     flags['visit_when'] = t.visit_when
   if t.kind == 'openai':
     flags.update(teacher_base_url=t.base_url, teacher_model=t.model)
-  return Stage(
-      name='collect', module='search_agent.pipeline.collect', flags=flags
-  )
+  return Stage(name='collect', module=COLLECT, flags=flags)
 
 
 def _filter(c) -> Stage:
   return Stage(
       name='filter',
-      module='search_agent.filtering.run',
+      module=FILTER,
       config=c.filter.config,
       overrides={
           'input_path': '{collect}/trajectories.jsonl',
           'tasks_path': '{tasks}/tasks.train.jsonl',
           'judge': c.filter.judge,
-          'known_tools': tuple(c.env.tools),
+          **env_of(c).settings(FILTER),
       },
   )
 
@@ -250,11 +242,8 @@ def _split(c) -> Stage:
   return Stage(
       name='split',
       module='search_agent.pipeline.split',
-      flags={
-          'input': '{filter}/filtered.jsonl',
-          'val_fraction': c.split.val_fraction,
-          'min_val': c.split.min_val,
-      },
+      # The section holds the binary's flags as they are.
+      flags={'input': '{filter}/filtered.jsonl', **c.split},
   )
 
 
@@ -301,7 +290,7 @@ def _sft_stage(c, name: str, train: str, updates: int, extra) -> Stage:
   s = c.sft
   return Stage(
       name=name,
-      module='search_agent.train.sft',
+      module=SFT,
       config=s.config,
       overrides={
           'data.train_path': train,
@@ -320,7 +309,7 @@ def _sft_stage(c, name: str, train: str, updates: int, extra) -> Stage:
           'eval_every': min(s.eval_every, updates),
           'checkpoint.every': max(1, updates // 4),
           **_rehearsal(c),
-          **env_of(c).sft_overrides(),
+          **env_of(c).settings(SFT),
           **extra,
       },
   )
@@ -365,7 +354,7 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
       'init.sft_workdir': init,
       'tokenizer.path': '{tokenizer}/tokenizer.json',
       'tokenizer.chat_template': 'chatml',
-      **env.rl_overrides(),
+      **env.settings(RL),
       'rollout.max_agent_steps': e.max_steps,
       'rollout.max_tokens_per_call': e.max_new_tokens,
       'sampler.max_new_tokens': e.max_new_tokens,
@@ -378,7 +367,7 @@ def _rl_stage(c, name: str, init: str, updates: int, extra) -> Stage:
   overrides.update(extra)
   return Stage(
       name=name,
-      module='search_agent.train.rl.run',
+      module=RL,
       config=r.config,
       overrides=overrides,
   )
@@ -419,11 +408,11 @@ def eval_stage(
       'context.policy': 'none',
       'tokenizer': '{tokenizer}/tokenizer.json',
       'concurrency': e.batch_size,
-      **env_of(c).eval_overrides(),
+      **env_of(c).settings(EVAL),
   }
   return Stage(
       name=name,
-      module='eval.run',
+      module=EVAL,
       config='tpu_configs/eval.py:tiny',
       overrides=overrides,
   )
@@ -446,7 +435,7 @@ def _rl_pool(c) -> Stage:
   p = c.rl_pool
   return Stage(
       name='rl_pool',
-      module='search_agent.pipeline.make_rl_pool',
+      module='search_agent.pipeline.rl_pool',
       flags={
           'tasks': f'{{tasks}}/tasks.{rl_split(c)}.jsonl',
           'probe': '{rl_probe}',
@@ -458,12 +447,12 @@ def _rl_pool(c) -> Stage:
 
 def _rl_seen(c) -> Stage:
   """The tasks of the groups RL's updates consumed (and, with reach, the
-  sets of `REACH_SETS`)."""
+  sets of `families.REACH_SETS`)."""
   flags = {'rl': '{rl}', 'tasks': _rl_stage_tasks(c)}
   if c.rl_seen.reach:  # only then: earlier runs' rl_seen stays reusable
     flags['reach'] = c.rl_seen.reach
   return Stage(
-      name='rl_seen', module='search_agent.pipeline.make_rl_seen', flags=flags
+      name='rl_seen', module='search_agent.pipeline.rl_seen', flags=flags
   )
 
 
@@ -504,7 +493,7 @@ def _report(c) -> Stage:
     flags['phrasings'] = ','.join(phrased)
   if 'eval_rl_seen_rl' in names:  # only then: earlier reports stay reusable
     flags['rl_seen'] = 'eval_rl_seen_sft,eval_rl_seen_rl'
-  reach = [s for s in REACH_SETS if f'eval_rl_{s}_rl' in names]
+  reach = [s for s in families.REACH_SETS if f'eval_rl_{s}_rl' in names]
   if reach:
     flags['rl_reach'] = ','.join(
         f'{s}:eval_rl_{s}_sft:eval_rl_{s}_rl' for s in reach
@@ -551,7 +540,7 @@ BUILDERS: Mapping[str, Callable[[Any], Stage]] = {
     ),
     **{
         f'eval_rl_{s}_{m}': functools.partial(_eval_reach, tasks=s, model=m)
-        for s in REACH_SETS
+        for s in families.REACH_SETS
         for m in ('sft', 'rl')
     },
     'climb_data': _climb_data,
@@ -571,28 +560,18 @@ def phrasing_evals(c) -> bool:
 
 
 def stage_names(c) -> list[str]:
-  """`c.stages`, with RL's pool stages before 'rl', the in-pool check's
-  after RL's evaluation and the climb's before 'report' when enabled, and
-  without the held-out phrasing evaluations when `phrasing_evals` is off."""
+  """`c.stages` with the families that are on inserted (families.py), and without the
+  held-out phrasing evaluations when `phrasing_evals` is off."""
   names = list(c.stages)
-  if c.rl_pool.enabled and 'rl' in names:
-    at = names.index('rl')
-    names[at:at] = [n for n in POOL_STAGES if n not in names]
   if not phrasing_evals(c):
     names = [n for n in names if n not in PHRASING_EVALS.values()]
-  if c.rl_seen.enabled and 'rl' in names:
-    after = 'eval_after_rl' if 'eval_after_rl' in names else 'rl'
-    at = names.index(after) + 1
-    seen = SEEN_STAGES + (REACH_STAGES if c.rl_seen.reach else ())
-    names[at:at] = [n for n in seen if n not in names]
-  if c.climb.enabled:
-    at = names.index('report') if 'report' in names else len(names)
-    names[at:at] = [n for n in CLIMB_STAGES if n not in names]
+  for family in families.FAMILIES:
+    names = family.insert(c, names)
   return names
 
 
 # Where each model stage's binary takes the model's sizes.
-_TRAINERS = ('search_agent.train.sft', 'search_agent.train.rl.run')
+_TRAINERS = (SFT, RL)
 
 
 def _with_dims(stage: Stage, dims: Mapping[str, str]) -> Stage:
@@ -603,7 +582,7 @@ def _with_dims(stage: Stage, dims: Mapping[str, str]) -> Stage:
     return stage
   if stage.module in _TRAINERS:
     extra = {f'model.dims.{k}': v for k, v in dims.items()}
-  elif stage.module == 'eval.run':
+  elif stage.module == EVAL:
     extra = {'sampler.dims': tuple(f'{k}={v}' for k, v in dims.items())}
   else:
     return stage

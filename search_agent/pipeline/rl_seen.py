@@ -1,136 +1,49 @@
-"""The tasks RL trained on, for the in-pool check of the RL stage.
+r"""Writes the tasks RL trained on (search_agent/pipeline/rl_seen_job.py).
 
-The tasks of the groups the RL run's applied updates consumed (its replay
-queue journal), in the order the updates used them, joined to the task file
-RL drew from (the one its manifest names, checked by its hash). The pipeline
-evaluates the SFT and the RL checkpoints on them
-(`eval_rl_seen_sft`, `eval_rl_seen_rl`): whether RL raised pass@1 on the
-questions it was rewarded on, the paired check that its rewards, masks,
-losses and weight sync compose in the right direction, apart from whether
-the gain reaches held-out pages. The binary is `make_rl_seen.py`.
+  python -m search_agent.pipeline.rl_seen --rl=RL_WORKDIR \
+      [--tasks=TASKS.jsonl] [--reach=N] --workdir=OUT
 
-With `reach` > 0 it also writes two sets of the same file's tasks that RL
-did not train on, up to `reach` tasks each (a seeded draw, in file order):
-`siblings.jsonl`, other questions about the pages of the tasks RL trained
-on (sharing an evidence page with one), and `untouched.jsonl`, questions
-sharing no evidence page with them. Scored with both checkpoints
-(`eval_rl_siblings_*`, `eval_rl_untouched_*`) they say how far RL's gain
-reaches: to the questions it practised, to their pages, to pages SFT fitted
-but RL never visited, and (eval_after_rl) to held-out pages.
+writes OUT/tasks.jsonl (the task file's rows, first use first) and
+OUT/seen.json (counts); with --reach=N > 0 also OUT/siblings.jsonl and
+OUT/untouched.jsonl (up to N tasks RL did not train on, sharing an evidence
+page with one it did, and sharing none).
 """
 
 import json
-import os
-import random
-from typing import Mapping, Sequence
 
-from search_agent.agent import task as task_lib
-from search_agent.agent import teacher
-from search_agent.pipeline import figures
-from search_agent.pipeline import stages as stages_lib
-from search_agent.train.rl import climbing_handoff
+from absl import app
+from absl import flags
+
+from search_agent.pipeline import rl_seen_job
+
+_RL = flags.DEFINE_string('rl', None, 'The RL run workdir.')
+_TASKS = flags.DEFINE_string(
+    'tasks',
+    '',
+    "The task JSONL RL drew from, used where the RL run's manifest names"
+    ' none or its file is gone and this one has the recorded content.',
+)
+_REACH = flags.DEFINE_integer(
+    'reach',
+    0,
+    'Tasks in each of siblings.jsonl and untouched.jsonl (0 = neither).',
+    lower_bound=0,
+)
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.')
 
 
-class SeenError(ValueError):
-  """The RL run consumed no group, or one whose task is not in the file."""
-
-
-def seen_task_ids(rl_workdir: str) -> list[str]:
-  """Task ids of the consumed groups' rollouts, first use first."""
-  used, update = climbing_handoff.consumed_rollouts(rl_workdir)
-  order = sorted(used, key=lambda t: (update[t.meta['group_id']], t.id))
-  return list(dict.fromkeys(t.task_id for t in order))
-
-
-def drawn_from(rl_workdir: str, fallback: str | None = None) -> str:
-  """The task file the RL run drew from: the one its manifest.json names,
-  else `fallback` if it holds the content the manifest hashed (a run
-  directory moved since); with no manifest, `fallback`.
-
-  Raises:
-    SeenError: neither file holds the recorded content, or neither is known.
-  """
-  manifest = os.path.join(rl_workdir, 'manifest.json')
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   try:
-    with open(manifest, encoding='utf-8') as f:
-      recorded = json.load(f)['tasks']
-  except FileNotFoundError:
-    if fallback:
-      return fallback
-    raise SeenError(f'{rl_workdir}: no manifest.json and no task file given')
-  except (ValueError, KeyError) as e:
-    raise SeenError(f'{manifest}: no task file recorded ({e})') from e
-  for path in (recorded['path'], fallback):
-    if path and stages_lib.file_sha256(path) == recorded['sha256']:
-      return path
-  raise SeenError(
-      f'{manifest}: RL drew from {recorded["path"]}; neither it nor'
-      f' {fallback} holds that file now'
-  )
-
-
-def _pages(row: Mapping) -> frozenset[str]:
-  """The evidence page titles of a task row."""
-  return frozenset(teacher.evidence_path(task_lib.Task.from_json(dict(row))))
-
-
-def reach_sets(
-    rows: Sequence[Mapping], seen: Sequence[str], n: int, seed: int = 0
-) -> dict[str, list[Mapping]]:
-  """Up to n 'siblings' and n 'untouched' rows of `rows` not in `seen`.
-
-  siblings share an evidence page with a seen task; untouched share none.
-  Each is a seeded draw of n, kept in the rows' order.
-  """
-  seen_ids = set(seen)
-  seen_pages = set().union(
-      *(_pages(r) for r in rows if str(r['id']) in seen_ids)
-  )
-  sets: dict[str, list[int]] = {'siblings': [], 'untouched': []}
-  for i, r in enumerate(rows):
-    if str(r['id']) not in seen_ids:
-      shared = _pages(r) & seen_pages
-      sets['siblings' if shared else 'untouched'].append(i)
-  rng = random.Random(seed)
-  return {
-      name: [rows[i] for i in sorted(rng.sample(idx, min(n, len(idx))))]
-      for name, idx in sets.items()
-  }
-
-
-def _write_rows(path: str, rows: Sequence[Mapping]) -> None:
-  tmp = path + '.tmp'
-  with open(tmp, 'w', encoding='utf-8') as f:
-    for r in rows:
-      f.write(json.dumps(r) + '\n')
-  os.replace(tmp, path)
-
-
-def write(
-    rl_workdir: str, tasks_path: str | None, workdir: str, reach: int = 0
-) -> dict:
-  """Writes workdir/tasks.jsonl and seen.json (with `reach` > 0 also
-  siblings.jsonl and untouched.jsonl: `reach_sets`); returns the counts.
-  The task file is `drawn_from(rl_workdir, tasks_path)`."""
-  tasks_path = drawn_from(rl_workdir, tasks_path)
-  ids = seen_task_ids(rl_workdir)
-  if not ids:
-    raise SeenError(f'{rl_workdir}: no update consumed a group')
-  all_rows = figures.read_jsonl(tasks_path)
-  rows = {str(r['id']): r for r in all_rows}
-  missing = [i for i in ids if i not in rows]
-  if missing:
-    raise SeenError(
-        f'{len(missing)} consumed tasks are not in {tasks_path}, e.g.'
-        f' {missing[:3]}'
+    counts = rl_seen_job.write(
+        _RL.value, _TASKS.value or None, _WORKDIR.value, _REACH.value
     )
-  os.makedirs(workdir, exist_ok=True)
-  _write_rows(os.path.join(workdir, 'tasks.jsonl'), [rows[i] for i in ids])
-  counts = {'tasks': len(ids), 'rl_workdir': rl_workdir, 'from': tasks_path}
-  if reach > 0:
-    for name, kept in reach_sets(all_rows, ids, reach).items():
-      _write_rows(os.path.join(workdir, f'{name}.jsonl'), kept)
-      counts[name] = len(kept)
-  with open(os.path.join(workdir, 'seen.json'), 'w', encoding='utf-8') as f:
-    json.dump(counts, f, indent=2)
-  return counts
+  except rl_seen_job.SeenError as e:
+    raise SystemExit(f'rl_seen: {e}') from e
+  print(json.dumps(counts))
+
+
+if __name__ == '__main__':
+  flags.mark_flags_as_required(['rl', 'workdir'])
+  app.run(main)

@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 from typing import Any, Sequence
 
-from search_agent.agent.trajectory import ToolCall
+from search_agent.chat.turns import ToolCall
 from search_agent.corpus.record import Document
 from search_agent.llm import protocol
 from search_agent.search import client as client_lib

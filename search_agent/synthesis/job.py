@@ -8,34 +8,11 @@ from typing import Any
 from search_agent.search.tantivy_backend import tantivy_engine
 from search_agent.synthesis import journal as journal_lib
 from search_agent.synthesis import pipeline
+from search_agent.synthesis import role_builders
 from search_agent.synthesis import role_check
-from search_agent.synthesis import roles as roles_lib
-from search_agent.synthesis.config import SynthesisConfigError
 from search_agent.synthesis.config import SynthesisJob
 from search_agent.synthesis.controller import Controller
 from search_agent.synthesis.loop import SynthesisLoop
-
-
-class ProgrammaticRoles:
-  """The :tiny roles: pattern claims, template questions, nothing else."""
-
-  def extractor(self, job: SynthesisJob, workdir: pathlib.Path):
-    del workdir
-    for role, kind in job.roles.items():
-      if kind not in ('pattern', 'template', 'none', 'path'):
-        raise SynthesisConfigError(
-            f'role {role} is {kind!r}: LLM roles are built by'
-            ' synthesis.llm_roles.LLMRoles'
-        )
-    return None
-
-  def build(self, job, prep, workdir) -> dict[str, Any]:
-    del workdir
-    return {
-        'generator': roles_lib.TemplateGenerator(
-            prep.docs, prep.types, job.heldout_phrasing_ids()
-        )
-    }
 
 
 def run_job(
@@ -49,8 +26,8 @@ def run_job(
     roles: Has `extractor(job, workdir)` (a claim function or None for
       the pattern extractor) and `build(job, prep, workdir)` (a dict with
       'generator' and optional 'critic', 'solver', 'verifier',
-      'claim_selector'); default `ProgrammaticRoles` (raises for a job that
-      asks for an LLM role).
+      'claim_selector'); default `role_builders.ProgrammaticRoles`
+      (raises for a job that asks for an LLM role).
   """
   start = time.perf_counter()
   workdir = pathlib.Path(workdir)
@@ -58,7 +35,7 @@ def run_job(
   index_dir, index_s = pipeline.timed(
       pipeline.ensure_index, job.corpus, workdir
   )
-  roles = roles or ProgrammaticRoles()
+  roles = roles or role_builders.ProgrammaticRoles()
   extract = roles.extractor(job, workdir)
   prep, prep_s = pipeline.timed(
       pipeline.prepare,

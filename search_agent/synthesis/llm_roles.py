@@ -2,8 +2,9 @@
 
 Each calls its prompt file under prompts/ through `llm/` (any LLM: an
 OpenAI-compatible endpoint, the in-process sampler, a scripted client for
-wiring tests); `LLMRoles` builds them from the job's `llm.<role>` sections,
-each behind the content-addressed cache (`cache.CachedLLM`).
+wiring tests); `role_builders.LLMRoles` builds them from the job's
+`llm.<role>` sections, each behind the content-addressed cache
+(`cache.CachedLLM`).
 """
 
 import asyncio

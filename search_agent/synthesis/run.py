@@ -29,7 +29,7 @@ from ml_collections import config_flags
 
 from search_agent.synthesis import config as config_lib
 from search_agent.synthesis import job as job_lib
-from search_agent.synthesis import llm_setup
+from search_agent.synthesis import role_builders
 from search_agent.synthesis import served
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -53,7 +53,7 @@ def main(argv):
     roles = None
     if any(k not in ('pattern', 'template', 'none', 'path')
            for k in job.roles.values()):  # fmt: skip
-      roles = llm_setup.LLMRoles()
+      roles = role_builders.LLMRoles()
     report = job_lib.run_job(job, _WORKDIR.value, roles)
   print(json.dumps(report['tasks']))
   t = report['tasks']

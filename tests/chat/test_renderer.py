@@ -12,11 +12,11 @@ import transformers
 
 from search_agent.agent import chatml
 from search_agent.agent import trajectory
-from search_agent.agent.trajectory import ToolCall
 from search_agent.agent.trajectory import Turn
 from search_agent.chat import chat_template
 from search_agent.chat import renderer
 from search_agent.chat import tokenizer as tokenizer_lib
+from search_agent.chat.turns import ToolCall
 
 GOLDEN = pathlib.Path(__file__).parent / 'golden'
 MESSAGES = trajectory.Trajectory.from_json(

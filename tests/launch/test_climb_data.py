@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from search_agent.agent import trajectory as traj_lib
-from search_agent.filtering import climbing
-from search_agent.pipeline import climb
+from search_agent.filtering import climb_selection
+from search_agent.pipeline import climb_data_job
 from search_agent.train.rl import replay_queue
 
 _CALL = traj_lib.Turn(
@@ -64,8 +64,8 @@ def test_selected_rollouts_come_first_and_duplicates_go(tmp_path):
   # A demonstration of task a says what the selected rollout says.
   same = _traj('d0', 'a', 'x', 1)
   demos = _write(tmp_path / 'demos.jsonl', [same, _traj('d1', 'd', 'z', 1)])
-  band = climbing.ClimbConfig(min_tool_turns=1)
-  counts = climb.merge(rl, demos, str(tmp_path / 'out'), band)
+  band = climb_selection.ClimbConfig(min_tool_turns=1)
+  counts = climb_data_job.merge(rl, demos, str(tmp_path / 'out'), band)
   assert counts['rollouts'] == 5 and counts['queries'] == 2
   assert {k: counts[k] for k in ('selected', 'demonstrations')} == {
       'selected': 1,
@@ -77,7 +77,9 @@ def test_selected_rollouts_come_first_and_duplicates_go(tmp_path):
   assert [t.id for t in kept] == ['a@0#1', 'd1']
   assert json.loads((tmp_path / 'out' / 'climb.json').read_text()) == counts
   # Depth 2: a's two-call success is the only deep one.
-  deep = climb.merge(rl, '', str(tmp_path / 'deep'), climbing.ClimbConfig())
+  deep = climb_data_job.merge(
+      rl, '', str(tmp_path / 'deep'), climb_selection.ClimbConfig()
+  )
   assert deep['train'] == 1 and deep['band']['min_tool_turns'] == 2
   kept = list(traj_lib.iter_jsonl(tmp_path / 'deep' / 'train.jsonl'))
   assert [t.id for t in kept] == ['a@0#0']
@@ -85,16 +87,18 @@ def test_selected_rollouts_come_first_and_duplicates_go(tmp_path):
 
 def test_nothing_to_train_on_is_an_error_that_says_why(tmp_path):
   rl = _rl_workdir(tmp_path)
-  none = climbing.ClimbConfig(min_tool_turns=3)
-  with pytest.raises(climb.ClimbDataError, match='no query of its 5 used'):
-    climb.merge(rl, '', str(tmp_path / 'out'), none)
-  with pytest.raises(climb.ClimbDataError, match='no queue/'):
-    climb.merge(str(tmp_path), '', str(tmp_path / 'out'))
+  none = climb_selection.ClimbConfig(min_tool_turns=3)
+  with pytest.raises(
+      climb_data_job.ClimbDataError, match='no query of its 5 used'
+  ):
+    climb_data_job.merge(rl, '', str(tmp_path / 'out'), none)
+  with pytest.raises(climb_data_job.ClimbDataError, match='no queue/'):
+    climb_data_job.merge(str(tmp_path), '', str(tmp_path / 'out'))
   assert not (tmp_path / 'out').exists()
   torn = tmp_path / 'torn.jsonl'
   torn.write_text('{"id": "x"\n')
   with pytest.raises(traj_lib.TrajectoryFormatError, match='torn.jsonl:1'):
-    climb.merge(rl, str(torn), str(tmp_path / 'out'))
+    climb_data_job.merge(rl, str(torn), str(tmp_path / 'out'))
 
 
 def test_the_binary_prints_its_counts(tmp_path):

@@ -2,12 +2,16 @@
 
 import json
 import os
+import pathlib
+import re
 import sys
 
 from absl import flags
 from ml_collections import config_flags
 import pytest
 
+from search_agent.pipeline import environment
+from search_agent.pipeline import families
 from search_agent.pipeline import figures
 from search_agent.pipeline import plan
 from search_agent.pipeline import report
@@ -17,9 +21,13 @@ from search_agent.pipeline import stages as stages_lib
 from search_agent.search import schemas as tool_schemas
 from search_agent.train.rl import job as rl_job
 from search_agent.train.rl import local_servers
+from tpu_configs import eval as eval_config
+from tpu_configs import filtering as filtering_config
 from tpu_configs import pipeline as pipeline_config
 from tpu_configs import rl as rl_config
+from tpu_configs import sft as sft_config
 
+REPO = pathlib.Path(__file__).resolve().parents[2]
 Stage = stages_lib.Stage
 FRONT = ('index', 'tasks', 'tokenizer', 'collect', 'filter', 'split')
 
@@ -273,6 +281,33 @@ def test_one_environment_for_every_stage(tmp_path):
   assert o['rollout.system_prompt'] == env.system_prompt
 
 
+def test_each_binary_takes_the_environment_where_its_config_holds_it():
+  """environment.SPELLINGS names, per binary, keys its config (or, for
+  collect, its flags) has; the plan hands the env to those binaries."""
+  env = environment.Environment(index_dir='I', keep_observations=1)
+  configs = {
+      plan.EVAL: eval_config.get_config('tiny'),
+      plan.RL: rl_config.get_config('tiny'),
+      plan.SFT: sft_config.get_config('tiny'),
+      plan.FILTER: filtering_config.get_config('recipe'),
+  }
+  for module, config in configs.items():
+    for key in env.settings(module):
+      node = config
+      for part in key.split('.'):
+        assert part in node, f'{module} has no {key}'
+        node = node[part]
+  collect = (REPO / 'search_agent/pipeline/collect.py').read_text()
+  for flag in env.settings(plan.COLLECT):
+    assert re.search(rf"DEFINE_\w+\(\s*'{flag}'", collect), flag
+  c = pipeline_config.get_config('learn')
+  c.env.keep_observations = 1
+  taking = {
+      s.module for s in plan.build(c) if s.module in environment.SPELLINGS
+  }
+  assert taking == set(environment.SPELLINGS)
+
+
 def test_the_horizon_slides_in_sft_eval_and_rl_only_when_asked():
   """env.keep_observations: SFT's views, every evaluation and RL slide one
   window; at 0 no stage gets an override (earlier runs stay reusable)."""
@@ -423,7 +458,7 @@ def test_the_climb_runs_before_the_report_from_rl_to_rl():
   c.climb.enabled = True
   built = plan.build(c)
   names = [s.name for s in built]
-  assert names[-5:] == list(plan.CLIMB_STAGES) + ['report']
+  assert names[-5:] == list(families.CLIMB_STAGES) + ['report']
   stages = {s.name: s for s in built}
   # The RL stage is the same (a finished run is reused when the climb is
   # enabled after it); climb_data selects from its workdir.
@@ -457,7 +492,7 @@ def test_the_climb_runs_before_the_report_from_rl_to_rl():
 def test_rl_pool_probes_the_sft_policy_on_train_tasks_before_rl():
   c = pipeline_config.get_config('learn')
   stages = {s.name: s for s in plan.build(c)}
-  assert not set(plan.POOL_STAGES) & set(stages)  # off: as before
+  assert not set(families.POOL_STAGES) & set(stages)  # off: as before
   assert stages['rl'].overrides['tasks_path'] == '{tasks}/tasks.train.jsonl'
   c.rl_pool.enabled = True
   names = plan.stage_names(c)
@@ -502,12 +537,12 @@ def test_rl_draws_from_the_rl_split_when_synthesis_writes_one():
 
 def test_learn_checks_rl_on_the_tasks_it_trained_on():
   c = pipeline_config.get_config('tiny')
-  assert not set(plan.SEEN_STAGES) & set(plan.stage_names(c))
+  assert not set(families.SEEN_STAGES) & set(plan.stage_names(c))
   assert 'rl_seen' not in {s.name: s for s in plan.build(c)}['report'].flags
   c = pipeline_config.get_config('learn')
   names = plan.stage_names(c)
   at = names.index('eval_after_rl')
-  assert names[at + 1 : at + 4] == list(plan.SEEN_STAGES)
+  assert names[at + 1 : at + 4] == list(families.SEEN_STAGES)
   stages = {s.name: s for s in plan.build(c)}
   assert stages['rl_seen'].flags == {
       'rl': '{rl}',
@@ -527,8 +562,8 @@ def test_learn_checks_rl_on_the_tasks_it_trained_on():
   assert report_flags['rl_seen'] == 'eval_rl_seen_sft,eval_rl_seen_rl'
   assert 'rl_seen' not in report_flags['evals']  # held-out evaluations only
   # How far the gain reaches: both checkpoints on rl_seen's other sets.
-  assert names[at + 4 : at + 8] == list(plan.REACH_STAGES)
-  for s in plan.REACH_SETS:
+  assert names[at + 4 : at + 8] == list(families.REACH_STAGES)
+  for s in families.REACH_SETS:
     for model, ckpt in (('sft', '{sft}'), ('rl', '{rl}')):
       o = stages[f'eval_rl_{s}_{model}'].overrides
       assert o['dataset.path'] == f'{{rl_seen}}/{s}.jsonl'
@@ -541,7 +576,7 @@ def test_learn_checks_rl_on_the_tasks_it_trained_on():
   c.rl_seen.reach = 0  # the check without the reach sets
   stages = {s.name: s for s in plan.build(c)}
   assert 'reach' not in stages['rl_seen'].flags
-  assert not set(plan.REACH_STAGES) & set(stages)
+  assert not set(families.REACH_STAGES) & set(stages)
   assert 'rl_reach' not in stages['report'].flags
 
 

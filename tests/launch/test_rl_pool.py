@@ -1,4 +1,4 @@
-"""RL's question pool from a probe of the SFT policy (pipeline/rl_pool.py)."""
+"""RL's question pool from a probe of the SFT policy (rl_pool_job.py)."""
 
 import json
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from search_agent.pipeline import report_md
-from search_agent.pipeline import rl_pool
+from search_agent.pipeline import rl_pool_job
 
 
 def test_keeps_answered_tasks_and_a_seeded_share_of_missed_ones():
@@ -15,16 +15,16 @@ def test_keeps_answered_tasks_and_a_seeded_share_of_missed_ones():
   outcomes = {'t1': True, 't4': True, 't5': False, 't6': False, 't7': False}
   outcomes.update({'t8': False, 't9': True, 't0': False})
   # 3 answered; 0.67 x 3 = 2 of the 5 missed; t2, t3 were not probed.
-  kept = rl_pool.select(ids, outcomes, 0.67, seed=0)
+  kept = rl_pool_job.select(ids, outcomes, 0.67, seed=0)
   assert {'t1', 't4', 't9'} < set(kept) and len(kept) == 5
   assert not {'t2', 't3'} & set(kept)
   assert kept == sorted(kept, key=ids.index)  # the task file's order
-  assert kept == rl_pool.select(ids, outcomes, 0.67, seed=0)  # seeded
-  assert rl_pool.select(ids, outcomes, 0.0) == ['t1', 't4', 't9']
+  assert kept == rl_pool_job.select(ids, outcomes, 0.67, seed=0)  # seeded
+  assert rl_pool_job.select(ids, outcomes, 0.0) == ['t1', 't4', 't9']
   # More asked for than were missed: every probed task.
-  assert len(rl_pool.select(ids, outcomes, 10.0)) == 8
-  with pytest.raises(rl_pool.PoolError, match='unsolved_fraction'):
-    rl_pool.select(ids, outcomes, -0.1)
+  assert len(rl_pool_job.select(ids, outcomes, 10.0)) == 8
+  with pytest.raises(rl_pool_job.PoolError, match='unsolved_fraction'):
+    rl_pool_job.select(ids, outcomes, -0.1)
 
 
 def _write(path, rows):
@@ -33,7 +33,7 @@ def _write(path, rows):
 
 def _run(*args):
   return subprocess.run(
-      [sys.executable, '-m', 'search_agent.pipeline.make_rl_pool', *args],
+      [sys.executable, '-m', 'search_agent.pipeline.rl_pool', *args],
       capture_output=True,
       text=True,
   )

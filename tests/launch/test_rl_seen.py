@@ -6,7 +6,7 @@ import json
 import pytest
 
 from search_agent.agent import trajectory as traj_lib
-from search_agent.pipeline import rl_seen
+from search_agent.pipeline import rl_seen_job
 from search_agent.train.rl import replay_queue
 
 
@@ -32,7 +32,7 @@ def test_consumed_groups_tasks_in_update_order(tmp_path):
     for i in range(2):
       traj_lib.append_jsonl(run / 'rollouts-w0.jsonl', _rollout(tid, gid, i))
   _tasks(tmp_path / 'tasks.jsonl', ['a', 'b', 'c', 'd', 'e'])
-  counts = rl_seen.write(
+  counts = rl_seen_job.write(
       str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'out')
   )
   assert counts['tasks'] == 3
@@ -45,20 +45,24 @@ def test_no_update_or_an_unknown_task_is_an_error(tmp_path):
   run = tmp_path / 'rl'
   replay_queue.ReplayQueue(run / 'queue')
   _tasks(tmp_path / 'tasks.jsonl', ['a'])
-  with pytest.raises(rl_seen.SeenError, match='no update consumed'):
-    rl_seen.write(str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'o'))
+  with pytest.raises(rl_seen_job.SeenError, match='no update consumed'):
+    rl_seen_job.write(
+        str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'o')
+    )
   replay_queue.ReplayQueue(run / 'queue').commit(0, ['z@0'])
   traj_lib.append_jsonl(run / 'rollouts-w0.jsonl', _rollout('z', 'z@0', 0))
-  with pytest.raises(rl_seen.SeenError, match="not in .*'z'"):
-    rl_seen.write(str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'o'))
+  with pytest.raises(rl_seen_job.SeenError, match="not in .*'z'"):
+    rl_seen_job.write(
+        str(run), str(tmp_path / 'tasks.jsonl'), str(tmp_path / 'o')
+    )
 
 
 def test_the_task_file_is_the_one_the_run_drew_from(tmp_path):
   run = tmp_path / 'rl'
   replay_queue.ReplayQueue(run / 'queue').commit(0, ['b@0'])
   traj_lib.append_jsonl(run / 'rollouts-w0.jsonl', _rollout('b', 'b@0', 0))
-  with pytest.raises(rl_seen.SeenError, match='no manifest.json'):
-    rl_seen.write(str(run), None, str(tmp_path / 'o'))
+  with pytest.raises(rl_seen_job.SeenError, match='no manifest.json'):
+    rl_seen_job.write(str(run), None, str(tmp_path / 'o'))
   drawn, other = tmp_path / 'pool.jsonl', tmp_path / 'train.jsonl'
   _tasks(drawn, ['a', 'b'])
   _tasks(other, ['a'])
@@ -67,15 +71,15 @@ def test_the_task_file_is_the_one_the_run_drew_from(tmp_path):
       json.dumps({'tasks': {'path': str(drawn), 'sha256': sha}})
   )
   for given in (None, str(other)):  # the manifest's file wins
-    counts = rl_seen.write(str(run), given, str(tmp_path / 'o'))
+    counts = rl_seen_job.write(str(run), given, str(tmp_path / 'o'))
     assert counts == {'tasks': 1, 'rl_workdir': str(run), 'from': str(drawn)}
   moved = tmp_path / 'moved.jsonl'
   drawn.rename(moved)  # a run directory copied elsewhere: the same content
-  assert rl_seen.write(str(run), str(moved), str(tmp_path / 'o'))['from'] == (
-      str(moved)
-  )
-  with pytest.raises(rl_seen.SeenError, match='neither it nor'):
-    rl_seen.write(str(run), str(other), str(tmp_path / 'o'))
+  assert rl_seen_job.write(str(run), str(moved), str(tmp_path / 'o'))[
+      'from'
+  ] == (str(moved))
+  with pytest.raises(rl_seen_job.SeenError, match='neither it nor'):
+    rl_seen_job.write(str(run), str(other), str(tmp_path / 'o'))
 
 
 def _task(tid, *pages):
@@ -89,14 +93,14 @@ def test_reach_splits_the_tasks_rl_did_not_train_on_by_their_pages():
       _task('sib_p', 'P'), _task('sib_r', 'S', 'R'),  # share P, R
       _task('u1', 'X'), _task('u2', 'Y', 'Z'), _task('u3', 'W'),
   ]  # fmt: skip
-  sets = rl_seen.reach_sets(rows, ['seen1', 'seen2'], n=10)
+  sets = rl_seen_job.reach_sets(rows, ['seen1', 'seen2'], n=10)
   assert [r['id'] for r in sets['siblings']] == ['sib_p', 'sib_r']
   assert [r['id'] for r in sets['untouched']] == ['u1', 'u2', 'u3']
-  two = rl_seen.reach_sets(rows, ['seen1', 'seen2'], n=2)
+  two = rl_seen_job.reach_sets(rows, ['seen1', 'seen2'], n=2)
   ids = [r['id'] for r in two['untouched']]
   assert len(ids) == 2 and set(ids) < {'u1', 'u2', 'u3'}
   assert ids == sorted(ids, key=['u1', 'u2', 'u3'].index)  # file order
-  assert two == rl_seen.reach_sets(rows, ['seen1', 'seen2'], n=2)  # seeded
+  assert two == rl_seen_job.reach_sets(rows, ['seen1', 'seen2'], n=2)  # seeded
 
 
 def test_write_with_reach_writes_both_sets(tmp_path):
@@ -108,12 +112,14 @@ def test_write_with_reach_writes_both_sets(tmp_path):
       ''.join(json.dumps(r) + '\n' for r in rows)
   )
   out = tmp_path / 'out'
-  counts = rl_seen.write(str(run), str(tmp_path / 'tasks.jsonl'), str(out), 5)
+  counts = rl_seen_job.write(
+      str(run), str(tmp_path / 'tasks.jsonl'), str(out), 5
+  )
   assert (counts['tasks'], counts['siblings'], counts['untouched']) == (1, 1, 1)
   for name, tid in (('siblings', 'b'), ('untouched', 'c'), ('tasks', 'a')):
     assert [json.loads(l)['id'] for l in open(out / f'{name}.jsonl')] == [tid]
   without = tmp_path / 'plain'
-  assert 'siblings' not in rl_seen.write(
+  assert 'siblings' not in rl_seen_job.write(
       str(run), str(tmp_path / 'tasks.jsonl'), str(without)
   )
   assert not (without / 'siblings.jsonl').exists()

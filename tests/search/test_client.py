@@ -5,7 +5,7 @@ import asyncio
 import httpx
 import pytest
 
-from search_agent.agent.trajectory import ToolCall
+from search_agent.chat.turns import ToolCall
 from search_agent.search import client
 from search_agent.search import service
 from search_agent.search import tools

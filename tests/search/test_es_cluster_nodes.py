@@ -29,7 +29,7 @@ import uuid
 import httpx
 import pytest
 
-from search_agent.agent.trajectory import ToolCall
+from search_agent.chat.turns import ToolCall
 from search_agent.corpus import twowiki
 from search_agent.search import calibration
 from search_agent.search import client as client_lib

@@ -2,8 +2,8 @@
 
 import pytest
 
-from search_agent.agent.trajectory import ToolCall
-from search_agent.agent.trajectory import Turn
+from search_agent.chat.turns import ToolCall
+from search_agent.chat.turns import Turn
 from search_agent.search import guard
 from tpu_configs.search import serve as serve_config
 

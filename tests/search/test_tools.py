@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import pytest
 
 from search_agent.agent import react
-from search_agent.agent.trajectory import ToolCall
+from search_agent.chat.turns import ToolCall
 from search_agent.llm.scripted import ScriptedLLM
 from search_agent.search import client as client_lib
 from search_agent.search import es_client

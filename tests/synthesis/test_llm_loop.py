@@ -7,7 +7,7 @@ import pytest
 
 from search_agent.synthesis import config as config_lib
 from search_agent.synthesis import job as job_lib
-from search_agent.synthesis import llm_setup
+from search_agent.synthesis import role_builders
 from tests.synthesis import scripted_roles
 from tpu_configs import synthesis as synthesis_config
 
@@ -26,7 +26,7 @@ def _job(variant, tmp_path, **loop):
 def _run(job, workdir, llms, bundled_index):
   if not (workdir / 'index').exists():
     shutil.copytree(bundled_index, workdir / 'index')
-  return job_lib.run_job(job, workdir, llm_setup.LLMRoles(llms))
+  return job_lib.run_job(job, workdir, role_builders.LLMRoles(llms))
 
 
 def _decisions(workdir):

@@ -5,8 +5,9 @@ Variants (`--config=tpu_configs/launch/rl.py:ROLE`):
   rollout: rollout workers (in-process JAX sampler) on 2 v5p-64 slices.
   search: the search service (`python -m index.serve`, no JAX) on a CPU
     node pool (`--device-type`, xpk's CPU workloads).
-  simulate: the scheduler simulator (`search_agent.train.rl.simulate`) with
-    the recipe's RL config, on a CPU node.
+  simulate: the scheduler simulator
+    (`search_agent.train.rl.simulator_benchmark`) with the recipe's RL
+    config, on a CPU node.
   tiny: the simulator with the tiny RL config, for `python -m launch.local`.
   tiny_learner, tiny_rollout: the tiny RL learner and one rollout worker on
     CPU, sharing `runs/rl-tiny`, for `python -m launch.local`: start the
@@ -89,7 +90,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.flags = ml_collections.ConfigDict()
     config.flags.config = 'tpu_configs/rl.py'
     config.flags.workdir = f'gs://search-agent-runs/{role}/run0'
-    config.module = 'search_agent.train.rl.simulate'
+    config.module = 'search_agent.train.rl.simulator_benchmark'
     config.xpk.tpu_type = ''
     config.xpk.device_type = 'n2-standard-32-1'
   if role == 'search':

@@ -24,7 +24,7 @@ from search_agent.agent import react
 from search_agent.agent import task as task_lib
 from search_agent.chat import tokenizer as tokenizer_lib
 from search_agent.corpus import sources
-from search_agent.filtering import climbing
+from search_agent.filtering import climb_selection
 from search_agent.llm import registry
 from search_agent.llm.prompts import prompt as prompt_lib
 from search_agent.model import checkpoint_params
@@ -110,8 +110,8 @@ def system_text(c: ml_collections.ConfigDict) -> str:
   )
 
 
-def climb_config(c) -> climbing.ClimbConfig:
-  return climbing.ClimbConfig(
+def climb_config(c) -> climb_selection.ClimbConfig:
+  return climb_selection.ClimbConfig(
       min_pass=c.climbing.min_pass,
       max_pass=c.climbing.max_pass,
       min_tool_turns=c.climbing.min_tool_turns,

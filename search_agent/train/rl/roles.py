@@ -39,7 +39,6 @@ from search_agent.search import engine as engine_lib
 from search_agent.search import locations
 from search_agent.search import tools as tools_lib
 from search_agent.train import checkpoint as checkpoint_lib
-from search_agent.train.rl import climbing_handoff
 from search_agent.train.rl import job as job_lib
 from search_agent.train.rl import local_servers
 from search_agent.train.rl import loop as loop_lib
@@ -49,6 +48,7 @@ from search_agent.train.rl import rollout_worker
 from search_agent.train.rl import selfplay
 from search_agent.train.rl import server_policy
 from search_agent.train.rl import task_pool
+from search_agent.train.rl import used_rollouts
 from search_agent.train.rl import weight_sync
 
 ROLES = ('all', 'learner', 'rollout')
@@ -302,7 +302,7 @@ def run_rollout(c, workdir: str, stop: threading.Event | None = None) -> None:
 
 def _after(c, workdir: str) -> None:
   if c.climbing.enabled and distributed.is_writer():
-    out = climbing_handoff.handoff(workdir, job_lib.climb_config(c))
+    out = used_rollouts.handoff(workdir, job_lib.climb_config(c))
     logging.info('SFT-RL climbing: %s', out)
 
 

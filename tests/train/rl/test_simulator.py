@@ -87,7 +87,7 @@ def test_pulse_binary(tmp_path, repo_root):
       [
           sys.executable,
           '-m',
-          'search_agent.train.rl.simulate',
+          'search_agent.train.rl.simulator_benchmark',
           f'--config={repo_root}/tpu_configs/rl.py:tiny',
           f'--workdir={tmp_path}',
       ],

@@ -1,6 +1,6 @@
 """Tests for the SFT-RL climbing selection."""
 
-from search_agent.filtering import climbing
+from search_agent.filtering import climb_selection
 
 
 def test_band_depth_and_shortest(make_traj):
@@ -15,7 +15,9 @@ def test_band_depth_and_shortest(make_traj):
   c = make_traj('c', 'C', calls=deep)
   trajs = [a_long, a_short, a_shallow, a_wrong, b, c]
   correct = {t.id: t.id not in ('a_wrong', 'c') for t in trajs}
-  result = climbing.climb_select(trajs, correct, climbing.ClimbConfig())
+  result = climb_selection.climb_select(
+      trajs, correct, climb_selection.ClimbConfig()
+  )
   assert [t.id for t in result.kept] == ['a_short']
   reasons = {r.traj_id: r.reason for r in result.removed}
   assert reasons == {
@@ -32,6 +34,6 @@ def test_band_depth_and_shortest(make_traj):
 def test_band_is_config(make_traj):
   deep = (('search', {}), ('visit', {}))
   b = make_traj('b', 'B', calls=deep)
-  cfg = climbing.ClimbConfig(max_pass=1.01, min_tool_turns=1)
-  result = climbing.climb_select([b], {'b': True}, cfg)
+  cfg = climb_selection.ClimbConfig(max_pass=1.01, min_tool_turns=1)
+  result = climb_selection.climb_select([b], {'b': True}, cfg)
   assert [t.id for t in result.kept] == ['b']

@@ -1,7 +1,7 @@
 r"""Benchmarks synchronous vs ready-first (+ partial rollouts) schedules.
 
-  python -m search_agent.train.rl.simulate --config=tpu_configs/rl.py \
-      --workdir=/tmp/rl_sim
+  python -m search_agent.train.rl.simulator_benchmark \
+      --config=tpu_configs/rl.py --workdir=/tmp/rl_sim
 
 Writes <workdir>/simulation.json and prints one line per schedule. The
 headline ratio compares ready-first with the synchronous baseline at equal

@@ -1,11 +1,13 @@
-"""Builds the LLM roles a job asks for (the non-programmatic `roles`).
+"""The two builders of a job's roles that `job.run_job` takes.
 
-`LLMRoles(llms)` takes ready LLMs by name (tests pass scripted clients);
-any name it lacks is built from the job's `llm.<name>` section through
-llm.registry. Every LLM is wrapped in the response cache under
-`job.cache_dir` (default WORKDIR/llm_cache/<name>), inside a
-`role_client.RoleLLM` that holds the role's budget, stops and parse
-retries and counts its calls (`report()`, funnel.json `roles`).
+`ProgrammaticRoles` builds the :tiny roles (pattern claims, template
+questions) and refuses a job that asks for an LLM role. `LLMRoles(llms)`
+builds the LLM roles of llm_roles.py: it takes ready LLMs by name (tests
+pass scripted clients) and builds any name it lacks from the job's
+`llm.<name>` section through llm.registry. Every LLM is wrapped in the
+response cache under `job.cache_dir` (default WORKDIR/llm_cache/<name>),
+inside a `role_client.RoleLLM` that holds the role's budget, stops and
+parse retries and counts its calls (`report()`, funnel.json `roles`).
 """
 
 import asyncio
@@ -26,8 +28,30 @@ from search_agent.synthesis.config import SynthesisConfigError
 from search_agent.synthesis.config import SynthesisJob
 
 
+class ProgrammaticRoles:
+  """The :tiny roles: pattern claims, template questions, nothing else."""
+
+  def extractor(self, job: SynthesisJob, workdir: pathlib.Path):
+    del workdir
+    for role, kind in job.roles.items():
+      if kind not in ('pattern', 'template', 'none', 'path'):
+        raise SynthesisConfigError(
+            f'role {role} is {kind!r}: LLM roles are built by'
+            ' synthesis.role_builders.LLMRoles'
+        )
+    return None
+
+  def build(self, job, prep, workdir) -> dict[str, Any]:
+    del workdir
+    return {
+        'generator': roles_lib.TemplateGenerator(
+            prep.docs, prep.types, job.heldout_phrasing_ids()
+        )
+    }
+
+
 class LLMRoles:
-  """The role factory `job.run_job` calls (see ProgrammaticRoles)."""
+  """The roles of a job that asks for LLM roles (see ProgrammaticRoles)."""
 
   def __init__(self, llms: dict[str, protocol.LLM] | None = None):
     self._given = dict(llms or {})

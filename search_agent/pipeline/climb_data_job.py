@@ -1,10 +1,10 @@
 """The SFT data of one SFT-RL climb (Iris): RL's selected rollouts + demos.
 
 From a finished RL stage's workdir (the rollouts of the groups its updates
-used, `train/rl/climbing_handoff.py`), one rollout per query in the pass
+used, `train/rl/used_rollouts.py`), one rollout per query in the pass
 band is selected: the shortest correct one with enough tool turns
-(`filtering/climbing.py`). Iris distils those back into the policy before the
-next RL round; at tiny scale a few dozen rollouts alone would pull the model
+(`filtering/climb_selection.py`). Iris distils those back into the policy
+before the next RL round; at tiny scale a few dozen rollouts alone would pull the model
 off everything else it learned, so the pipeline mixes in the teacher
 demonstrations of the first SFT pass by default. Byte-identical message
 sequences are dropped (`filtering.selection.dedup_filter`), the selected
@@ -15,9 +15,9 @@ import json
 import os
 
 from search_agent.agent import trajectory as traj_lib
-from search_agent.filtering import climbing
+from search_agent.filtering import climb_selection
 from search_agent.filtering import selection
-from search_agent.train.rl import climbing_handoff
+from search_agent.train.rl import used_rollouts
 
 
 class ClimbDataError(ValueError):
@@ -28,7 +28,7 @@ def merge(
     rl_workdir: str,
     demonstrations: str,
     workdir: str,
-    band: climbing.ClimbConfig = climbing.ClimbConfig(),
+    band: climb_selection.ClimbConfig = climb_selection.ClimbConfig(),
 ) -> dict:
   """Writes workdir/train.jsonl and climb.json; returns the counts."""
   if not os.path.isdir(os.path.join(rl_workdir, 'queue')):
@@ -36,7 +36,7 @@ def merge(
         f'{rl_workdir} is not a train.rl.run workdir (no queue/): the climb'
         ' selects from a finished RL run'
     )
-  used, chosen = climbing_handoff.select(rl_workdir, band)
+  used, chosen = used_rollouts.select(rl_workdir, band)
   picked = list(chosen.kept)
   # a bad line raises: nothing is dropped silently
   demos = list(traj_lib.iter_jsonl(demonstrations)) if demonstrations else []

@@ -1,13 +1,14 @@
-"""SFT-RL climbing hand-off: an RL round's rollouts -> the next SFT pass.
+"""The rollouts an RL run's applied updates used, and the climb's hand-off.
 
-After a run, the rollouts of the groups the learner used (the journal of
-the replay queue) are read from the workers' `rollouts-*.jsonl`; Iris's
-selection (`filtering.climbing.climb_select`: per query in the pass band,
-the shortest correct rollout with enough tool turns) picks the SFT data,
-written as trajectory JSONL to `<workdir>/climbing/sft_train.jsonl` with a
-`report.json` beside it. `python -m search_agent.train.sft
---config.data.format=trajectory --config.data.train_path=<that file>` reads
-it.
+`consumed_rollouts` reads the rollouts of the groups the learner used (the
+journal of the replay queue) from the workers' `rollouts-*.jsonl`; the
+in-pool check (pipeline/rl_seen_job.py) and the climb read them. `handoff`
+applies Iris's selection (`filtering.climb_selection.climb_select`: per
+query in the pass band, the shortest correct rollout with enough tool turns)
+and writes the SFT data as trajectory JSONL to
+`<workdir>/climbing/sft_train.jsonl` with a `report.json` beside it;
+`python -m search_agent.train.sft --config.data.format=trajectory
+--config.data.train_path=<that file>` reads it.
 """
 
 import json
@@ -15,7 +16,7 @@ import pathlib
 from typing import Any
 
 from search_agent.agent import trajectory as traj_lib
-from search_agent.filtering import climbing
+from search_agent.filtering import climb_selection
 from search_agent.train.rl import replay_queue
 
 OUT_DIR = 'climbing'
@@ -37,21 +38,16 @@ def consumed_rollouts(
   return list(by_id.values()), used
 
 
-def used_rollouts(workdir: str) -> list[traj_lib.Trajectory]:
-  """Rollouts of the groups consumed by applied updates (latest copy)."""
-  return consumed_rollouts(workdir)[0]
-
-
 def select(
-    workdir: str, cfg: climbing.ClimbConfig
+    workdir: str, cfg: climb_selection.ClimbConfig
 ) -> tuple[list[traj_lib.Trajectory], Any]:
   """(the used rollouts, Iris's selection among them) of a run's workdir."""
-  trajs = used_rollouts(workdir)
+  trajs = consumed_rollouts(workdir)[0]
   correct = {t.id: t.meta['reward']['correct'] >= 1.0 for t in trajs}
-  return trajs, climbing.climb_select(trajs, correct, cfg)
+  return trajs, climb_selection.climb_select(trajs, correct, cfg)
 
 
-def handoff(workdir: str, cfg: climbing.ClimbConfig) -> dict[str, Any]:
+def handoff(workdir: str, cfg: climb_selection.ClimbConfig) -> dict[str, Any]:
   """Selects and writes the SFT data; returns the report."""
   trajs, result = select(workdir, cfg)
   out = pathlib.Path(workdir) / OUT_DIR

@@ -3,9 +3,9 @@
 import json
 
 from search_agent.agent import trajectory as traj_lib
-from search_agent.filtering import climbing
-from search_agent.train.rl import climbing_handoff
+from search_agent.filtering import climb_selection
 from search_agent.train.rl import replay_queue
+from search_agent.train.rl import used_rollouts
 
 
 def _rollout(tid, gid, i, correct, calls):
@@ -40,7 +40,7 @@ def test_handoff_keeps_the_shortest_deep_success_of_used_groups(tmp_path):
   ]
   for t in rollouts:
     traj_lib.append_jsonl(tmp_path / 'rollouts-w0.jsonl', t)
-  report = climbing_handoff.handoff(str(tmp_path), climbing.ClimbConfig())
+  report = used_rollouts.handoff(str(tmp_path), climb_selection.ClimbConfig())
   assert (report['rollouts'], report['selected']) == (5, 1)
   out = tmp_path / 'climbing' / 'sft_train.jsonl'
   (kept,) = list(traj_lib.iter_jsonl(out))
