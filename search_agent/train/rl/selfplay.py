@@ -9,7 +9,8 @@ a seed failing the gate is delivered empty (the learner drops it and
 refills the slot). `SelfPlayLoop` splits such groups back into their two
 GRPO groups for advantages (each normalized on its own) and adds the
 iteration's self-play metrics (selfplay/stats.py) to each update's
-metrics.jsonl row. Passing tasks are appended to
+metrics.jsonl row, with per role the GRPO groups trained and those with a
+non-zero advantage (`role_groups`, `role_groups_with_advantage`). Passing tasks are appended to
 <workdir>/selfplay/tasks.jsonl (Task JSONL), seed summaries to
 <workdir>/selfplay/seeds_played.jsonl; the curves to <workdir>/selfplay_curves.png.
 """
@@ -308,15 +309,36 @@ def split_group(
   ]  # fmt: skip
 
 
+ROLES = ('proposer', 'solver')
+
+
+def role_signal(groups, adv_cfg) -> dict[str, Any]:
+  """Per role, the GRPO groups an update trained and those of them with a
+  non-zero advantage (`split_group`'s parts, named '<seed>/<role>')."""
+  used = {r: 0 for r in ROLES}
+  signal = {r: 0 for r in ROLES}
+  for g in groups:
+    role = g.group_id.rsplit('/', 1)[-1]
+    if role not in used:
+      continue
+    used[role] += 1
+    signal[role] += bool(
+        adv_lib.has_signal(
+            adv_lib.group_advantages(g.rewards, adv_cfg), adv_cfg
+        )
+    )
+  return {'role_groups': used, 'role_groups_with_advantage': signal}
+
+
 class _SelfPlayMetrics:
   """Adds the iteration's self-play metrics to each update's record."""
 
   def __init__(self, inner):
-    self.inner, self.seeds = inner, []
+    self.inner, self.seeds, self.roles = inner, [], {}
 
   def write(self, record) -> None:
-    rec = {**record, **stats.iteration_metrics(self.seeds)}
-    self.seeds = []
+    rec = {**record, **stats.iteration_metrics(self.seeds), **self.roles}
+    self.seeds, self.roles = [], {}
     self.inner.write(rec)
     path = getattr(self.inner, 'path', None)  # RLMetricsWriter's file
     if path is not None:
@@ -356,3 +378,10 @@ class SelfPlayLoop(loop_lib.LearnerLoop):
 
   def _advantage_groups(self, groups):
     return [p for g in groups for p in split_group(g)]
+
+  def _finish_update(self, groups, m, gnorm, busy, t0) -> None:
+    if self.metrics is not None:
+      self.metrics.roles = role_signal(
+          self._advantage_groups(groups), self.cfg.advantages
+      )
+    super()._finish_update(groups, m, gnorm, busy, t0)
