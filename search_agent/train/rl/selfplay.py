@@ -31,6 +31,7 @@ from search_agent.llm import registry
 from search_agent.model import families
 from search_agent.model import sampler as sampler_lib
 from search_agent.search import schemas as tool_schemas
+from search_agent.selfplay import demonstrations as demos_lib
 from search_agent.selfplay import filters as filters_lib
 from search_agent.selfplay import plots
 from search_agent.selfplay import proposal as proposal_lib
@@ -89,6 +90,27 @@ def selfplay_config(c) -> seed_round.SelfPlayConfig:
       filters=filters_lib.FilterConfig(**s.filters.to_dict()),
       rewards=config_lib.searchmaster_rewards(c),
   )  # fmt: skip
+
+
+def proposer_setup(c) -> demos_lib.DemoSetup:
+  """The Proposer role as the run prompts it (system prompt, agent config
+  with its step budget, seed length, filters, rewards), for demonstrations
+  and probes of it (selfplay/demonstrations.py)."""
+  sp = selfplay_config(c)
+  tools_text = react.tool_text(
+      tool_schemas.tool_schemas(tuple(c.search.tools)), c.rollout.tool_text
+  )
+  agent = job_lib.agent_config(c)
+  budgets = dataclasses.replace(
+      agent.budgets, max_steps=c.selfplay.proposer_max_steps
+  )
+  return demos_lib.DemoSetup(
+      proposer_system=proposal_lib.proposer_system(sp.ecg, tools_text),
+      agent_cfg=dataclasses.replace(agent, budgets=budgets),
+      seed_chars=sp.seed_chars,
+      filters=sp.filters,
+      rewards=sp.rewards,
+  )
 
 
 def build_verifier(c, *, workdir: str = '', devices=None, tok=None):

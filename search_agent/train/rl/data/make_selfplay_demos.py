@@ -24,7 +24,6 @@ Writes, in DIR:
 
 import asyncio
 import collections
-import dataclasses
 import json
 import os
 import random
@@ -34,18 +33,14 @@ from absl import flags
 from absl import logging
 from ml_collections import config_flags
 
-from search_agent.agent import react
 from search_agent.agent import task as task_lib
 from search_agent.agent import trajectory as traj_lib
 from search_agent.corpus import sources
 from search_agent.search import engine as engine_lib
 from search_agent.search import locations
-from search_agent.search import schemas as tool_schemas
 from search_agent.search import tools as tools_lib
 from search_agent.selfplay import demonstrations as demos
-from search_agent.selfplay import proposal as proposal_lib
 from search_agent.selfplay import seeds as seeds_lib
-from search_agent.train.rl import config as config_lib
 from search_agent.train.rl import job as job_lib
 from search_agent.train.rl import selfplay
 
@@ -66,28 +61,9 @@ _VAL = flags.DEFINE_integer('val', 20, 'Held-out demonstrations per role.')
 _SEED = flags.DEFINE_integer('seed', 0, 'Shuffling seed.')
 
 
-def setup_of(c) -> demos.DemoSetup:
-  """The Proposer's prompt, agent config, filters as the RL run has them."""
-  sp = selfplay.selfplay_config(c)
-  tools_text = react.tool_text(
-      tool_schemas.tool_schemas(tuple(c.search.tools)), c.rollout.tool_text
-  )
-  agent = job_lib.agent_config(c)
-  budgets = dataclasses.replace(
-      agent.budgets, max_steps=c.selfplay.proposer_max_steps
-  )
-  return demos.DemoSetup(
-      proposer_system=proposal_lib.proposer_system(sp.ecg, tools_text),
-      agent_cfg=dataclasses.replace(agent, budgets=budgets),
-      seed_chars=sp.seed_chars,
-      filters=sp.filters,
-      rewards=config_lib.searchmaster_rewards(c),
-  )
-
-
 async def proposer_demos(c, tasks, seeds, engine, n):
   """Up to `n` kept demonstrations and the report's counts."""
-  setup = setup_of(c)
+  setup = selfplay.proposer_setup(c)
   tb_cfg = tools_lib.ToolboxConfig(
       tools=tuple(c.search.tools), top_k=c.search.top_k
   )

@@ -33,7 +33,7 @@ from search_agent.search import tools as tools_lib
 from search_agent.selfplay import filters as filters_lib
 from search_agent.selfplay import proposal as proposal_lib
 from search_agent.selfplay import verifier as verifier_lib
-from search_agent.train.rl.data import make_selfplay_demos
+from search_agent.train.rl import selfplay
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'The RL config.')
 _CHECKPOINT = flags.DEFINE_string('checkpoint', None, 'An SFT workdir.')
@@ -45,7 +45,7 @@ _OUT = flags.DEFINE_string('out', '', 'Also write the JSON (and the replies).')
 
 async def probe(c, llm, seeds, engine) -> dict:
   """Plays each seed once, greedily; returns the counts (see above)."""
-  setup = make_selfplay_demos.setup_of(c)
+  setup = selfplay.proposer_setup(c)
   agent_cfg = dataclasses.replace(setup.agent_cfg, temperature=0.0)
   tb_cfg = tools_lib.ToolboxConfig(
       tools=tuple(c.search.tools), top_k=c.search.top_k

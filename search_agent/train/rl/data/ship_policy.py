@@ -7,7 +7,7 @@ Restores `<W>/checkpoints/<step>/state`'s `params` subtree (as saved: the
 optimizer state is never read) and saves it alone as
 `<DIR>/checkpoints/<step>/state` = {'params': ...} (the form
 `checkpoint_params.restore_params` and `rl.py`'s `init.sft_workdir` read),
-copies `<W>/tokenizer/`, and writes `<DIR>/MANIFEST.json`: `--manifest`'s
+copies the run's tokenizer/ (`--tokenizer`, default `<W>/tokenizer/`), and writes `<DIR>/MANIFEST.json`: `--manifest`'s
 fields (what it is, how it was made, figures), the parameter count and the
 sha256 of every file under DIR but MANIFEST.json (files already there, e.g.
 seeds.jsonl, included).
@@ -29,6 +29,12 @@ from search_agent.model import checkpoint_params
 _WORKDIR = flags.DEFINE_string('workdir', None, 'The training workdir.')
 _OUT = flags.DEFINE_string('out', None, 'The fixture directory.')
 _STEP = flags.DEFINE_integer('step', -1, 'Step to ship (-1 = the newest).')
+_TOKENIZER = flags.DEFINE_string(
+    'tokenizer',
+    '',
+    "The run's tokenizer/ directory ('' = <workdir>/tokenizer;"
+    " a run started with init_from uses that workdir's).",
+)
 _MANIFEST = flags.DEFINE_string(
     'manifest', '', 'JSON file of fields to put in MANIFEST.json.'
 )
@@ -48,7 +54,9 @@ def sha256_tree(root: str) -> dict[str, str]:
   return out
 
 
-def ship(workdir: str, out: str, step: int = -1) -> tuple[int, int]:
+def ship(
+    workdir: str, out: str, step: int = -1, tokenizer: str = ''
+) -> tuple[int, int]:
   """Writes the params-only checkpoint and tokenizer; (step, parameters)."""
   step_dir, step = checkpoint_params.resolve_step(workdir, step)
   src = paths.path(step_dir) / checkpoint_params.STATE_ITEM
@@ -71,7 +79,7 @@ def ship(workdir: str, out: str, step: int = -1) -> tuple[int, int]:
   tok = os.path.join(out, 'tokenizer')
   if os.path.exists(tok):
     shutil.rmtree(tok)
-  shutil.copytree(os.path.join(workdir, 'tokenizer'), tok)
+  shutil.copytree(tokenizer or os.path.join(workdir, 'tokenizer'), tok)
   import jax  # pylint: disable=g-import-not-at-top
 
   n = sum(int(np.size(x)) for x in jax.tree.leaves(params))
@@ -80,7 +88,7 @@ def ship(workdir: str, out: str, step: int = -1) -> tuple[int, int]:
 
 def main(argv):
   del argv
-  step, n = ship(_WORKDIR.value, _OUT.value, _STEP.value)
+  step, n = ship(_WORKDIR.value, _OUT.value, _STEP.value, _TOKENIZER.value)
   extra = {}
   if _MANIFEST.value:
     with open(_MANIFEST.value, encoding='utf-8') as f:
