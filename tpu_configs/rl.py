@@ -27,6 +27,11 @@ _TINY_POLICY = os.path.join(
 _TINY_SFT_POLICY = os.path.join(
     _REPO, 'search_agent', 'train', 'rl', 'data', 'tiny_sft_policy'
 )
+# The :searchmaster,tiny,warm policy: tiny_sft_policy continued on Proposer
+# demonstrations beside the Solver's, with its seed pool (MANIFEST.json).
+_TINY_SELFPLAY_POLICY = os.path.join(
+    _REPO, 'search_agent', 'train', 'rl', 'data', 'tiny_selfplay_policy'
+)
 _CORPUS = os.path.join(
     _REPO, 'search_agent', 'corpus', 'data', '2wikimultihopqa_corpus.json'
 )
@@ -127,7 +132,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         ' partial, long and/or warm'
     )
   if 'warm' in variants and ('tiny' not in variants or 'long' in variants):
-    raise ValueError('warm is a tiny variant: use :tiny,warm (without long)')
+    raise ValueError(
+        'warm is a tiny variant: use :tiny,warm or :searchmaster,tiny,warm'
+        ' (without long)'
+    )
   if 'searchmaster' in variants:  # SearchMaster's GRPO (searchmaster.md)
     c.group_size = 8  # K_P = K_S = 8
     c.normalize_std = True
@@ -166,6 +174,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       _tiny_policy(c)
   if 'warm' in variants:
     _tiny_warm(c)
+    if 'searchmaster' in variants:
+      _tiny_selfplay_warm(c)
   return c
 
 
@@ -488,3 +498,34 @@ def _tiny_warm(c: ml_collections.ConfigDict) -> None:
   c.sampler.max_new_tokens = 64
   c.optimizer.learning_rate = 1e-3  # the step tiny SFT's schedule ends at
   c.learner.dynamic_sampling = True
+
+
+def _tiny_selfplay_warm(c: ml_collections.ConfigDict) -> None:
+  """:searchmaster,tiny,warm: self-play whose proposals reach the learner.
+  The policy is tiny_sft_policy continued on Proposer demonstrations
+  rendered from synthesized two-hop tasks beside the Solver's
+  (data/tiny_selfplay_policy/MANIFEST.json); its seeds are the first
+  evidence pages of those tasks. Both roles get search and open (the
+  Proposer needs an open to pass the tool-use filter) in the compact
+  environment; the Verifier stays the programmatic stand-in (a tiny model
+  writes no verdict JSON), and there is no seed gate (as :searchmaster,tiny)."""
+  c.init.sft_workdir = _TINY_SELFPLAY_POLICY
+  c.selfplay.seeds_path = os.path.join(_TINY_SELFPLAY_POLICY, 'seeds.jsonl')
+  c.search.tools = ('search', 'open')
+  # The Proposer's prompt (proposer_ecg.md, the seed, two result lists and
+  # a page: 1,726 tokens at the median of its demonstrations, 2,399 at most)
+  # and its proposal (<= 160 tokens): rows of 3,072 tokens, as the SFT that
+  # made the policy.
+  c.model.update(dict(max_target_length=3_072, logits_chunk=256))
+  c.learner.seq_len = 3_072
+  c.rollout.update(dict(context_limit=3_072, max_tokens_per_call=256))
+  c.sampler.update(dict(max_prompt_len=2_816, max_new_tokens=256))
+  c.learner.dynamic_sampling = False  # self-play: groups as the seeds give
+  c.selfplay.update(
+      dict(
+          k_proposer=4,
+          k_solver=4,
+          proposer_max_steps=4,  # search, search, open, the proposal
+          solver_max_steps=3,
+      )
+  )

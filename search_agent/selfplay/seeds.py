@@ -30,15 +30,26 @@ def sample_seeds(
         f' {n} seeds asked for'
     )
   picked = random.Random(seed).sample(pool, n)
-  return [
-      task_lib.Task(
-          id=f'seed:{d.doc_id}',
-          question=d.text,
-          answer='',
-          meta={'title': d.title, 'doc_id': d.doc_id, 'url': d.url},
-      )
-      for d in picked
-  ]
+  return [seed_task(d) for d in picked]
+
+
+def seed_task(doc) -> task_lib.Task:
+  """The seed of one corpus document (`record.Document`)."""
+  return task_lib.Task(
+      id=f'seed:{doc.doc_id}',
+      question=doc.text,
+      answer='',
+      meta={'title': doc.title, 'doc_id': doc.doc_id, 'url': doc.url},
+  )
+
+
+def seeds_by_title(spec: sources.CorpusSpec) -> dict[str, task_lib.Task]:
+  """Every document's seed, by page title (the first of equal titles)."""
+  docs, _ = sources.read_corpus(spec)
+  out = {}
+  for d in docs:
+    out.setdefault(d.title, seed_task(d))
+  return out
 
 
 def write_tasks(path: str, tasks: list[task_lib.Task]) -> None:

@@ -157,6 +157,58 @@ def test_each_role_is_its_own_grpo_group():
   assert adv[0] < adv[1] < adv[2] and adv[3] == adv[4] > adv[5]
 
 
+def test_role_signal_counts_each_role_apart():
+  def group(gid, split, rewards):
+    return rollout_groups.RolloutGroup(
+        group_id=gid, task_id='s', dispatch_batch=0,
+        trajectories=tuple(_traj(i, r) for i, r in enumerate(rewards)),
+        meta={'selfplay': {'split': split}},
+    )  # fmt: skip
+
+  groups = [
+      group('a', [2, 2], [0.0, 0.2, 1.0, 0.0]),  # both roles differ
+      group('b', [2, 2], [0.2, 0.2, 0.0, 1.0]),  # only the solvers
+      group('c', [3, 0], [0.0, 0.0, 0.0]),  # no solver group, no signal
+  ]
+  parts = [p for g in groups for p in selfplay.split_group(g)]
+  cfg = adv_lib.AdvantageConfig(normalize_std=True)
+  assert selfplay.role_signal(parts, cfg) == {
+      'role_groups': {'proposer': 3, 'solver': 2},
+      'role_groups_with_advantage': {'proposer': 1, 'solver': 2},
+  }
+
+  class Sink:
+    rows = []
+
+    def write(self, rec):
+      self.rows.append(rec)
+
+  m = selfplay._SelfPlayMetrics(Sink())  # pylint: disable=protected-access
+  m.roles = selfplay.role_signal(parts, cfg)
+  m.write({'update': 1})
+  m.write({'update': 2})  # counts are per update
+  first, second = m.inner.rows
+  assert first['role_groups_with_advantage'] == {'proposer': 1, 'solver': 2}
+  assert 'role_groups' not in second
+
+
+def test_searchmaster_tiny_warm_starts_from_the_selfplay_policy():
+  c = rl_config.get_config('searchmaster,tiny,warm')
+  assert selfplay.enabled(c) and c.init.sft_workdir.endswith(
+      'tiny_selfplay_policy'
+  )
+  assert c.selfplay.seeds_path.endswith('tiny_selfplay_policy/seeds.jsonl')
+  assert list(c.search.tools) == ['search', 'open']
+  assert c.selfplay.verifier.kind == 'programmatic'
+  assert c.rollout.tool_text == 'signature'
+  assert c.model.dims.base_num_decoder_layers == 4
+  assert c.sampler.max_prompt_len + c.sampler.max_new_tokens <= (
+      c.model.max_target_length
+  )
+  with pytest.raises(ValueError, match='warm is a tiny variant'):
+    rl_config.get_config('searchmaster,warm')
+
+
 def test_partial_rollouts_are_refused():
   c = rl_config.get_config('searchmaster,tiny')
   c.rollout.partial = True

@@ -9,7 +9,8 @@ a seed failing the gate is delivered empty (the learner drops it and
 refills the slot). `SelfPlayLoop` splits such groups back into their two
 GRPO groups for advantages (each normalized on its own) and adds the
 iteration's self-play metrics (selfplay/stats.py) to each update's
-metrics.jsonl row. Passing tasks are appended to
+metrics.jsonl row, with per role the GRPO groups trained and those with a
+non-zero advantage (`role_groups`, `role_groups_with_advantage`). Passing tasks are appended to
 <workdir>/selfplay/tasks.jsonl (Task JSONL), seed summaries to
 <workdir>/selfplay/seeds_played.jsonl; the curves to <workdir>/selfplay_curves.png.
 """
@@ -30,6 +31,7 @@ from search_agent.llm import registry
 from search_agent.model import families
 from search_agent.model import sampler as sampler_lib
 from search_agent.search import schemas as tool_schemas
+from search_agent.selfplay import demonstrations as demos_lib
 from search_agent.selfplay import filters as filters_lib
 from search_agent.selfplay import plots
 from search_agent.selfplay import proposal as proposal_lib
@@ -88,6 +90,27 @@ def selfplay_config(c) -> seed_round.SelfPlayConfig:
       filters=filters_lib.FilterConfig(**s.filters.to_dict()),
       rewards=config_lib.searchmaster_rewards(c),
   )  # fmt: skip
+
+
+def proposer_setup(c) -> demos_lib.DemoSetup:
+  """The Proposer role as the run prompts it (system prompt, agent config
+  with its step budget, seed length, filters, rewards), for demonstrations
+  and probes of it (selfplay/demonstrations.py)."""
+  sp = selfplay_config(c)
+  tools_text = react.tool_text(
+      tool_schemas.tool_schemas(tuple(c.search.tools)), c.rollout.tool_text
+  )
+  agent = job_lib.agent_config(c)
+  budgets = dataclasses.replace(
+      agent.budgets, max_steps=c.selfplay.proposer_max_steps
+  )
+  return demos_lib.DemoSetup(
+      proposer_system=proposal_lib.proposer_system(sp.ecg, tools_text),
+      agent_cfg=dataclasses.replace(agent, budgets=budgets),
+      seed_chars=sp.seed_chars,
+      filters=sp.filters,
+      rewards=sp.rewards,
+  )
 
 
 def build_verifier(c, *, workdir: str = '', devices=None, tok=None):
@@ -308,15 +331,36 @@ def split_group(
   ]  # fmt: skip
 
 
+ROLES = ('proposer', 'solver')
+
+
+def role_signal(groups, adv_cfg) -> dict[str, Any]:
+  """Per role, the GRPO groups an update trained and those of them with a
+  non-zero advantage (`split_group`'s parts, named '<seed>/<role>')."""
+  used = {r: 0 for r in ROLES}
+  signal = {r: 0 for r in ROLES}
+  for g in groups:
+    role = g.group_id.rsplit('/', 1)[-1]
+    if role not in used:
+      continue
+    used[role] += 1
+    signal[role] += bool(
+        adv_lib.has_signal(
+            adv_lib.group_advantages(g.rewards, adv_cfg), adv_cfg
+        )
+    )
+  return {'role_groups': used, 'role_groups_with_advantage': signal}
+
+
 class _SelfPlayMetrics:
   """Adds the iteration's self-play metrics to each update's record."""
 
   def __init__(self, inner):
-    self.inner, self.seeds = inner, []
+    self.inner, self.seeds, self.roles = inner, [], {}
 
   def write(self, record) -> None:
-    rec = {**record, **stats.iteration_metrics(self.seeds)}
-    self.seeds = []
+    rec = {**record, **stats.iteration_metrics(self.seeds), **self.roles}
+    self.seeds, self.roles = [], {}
     self.inner.write(rec)
     path = getattr(self.inner, 'path', None)  # RLMetricsWriter's file
     if path is not None:
@@ -356,3 +400,10 @@ class SelfPlayLoop(loop_lib.LearnerLoop):
 
   def _advantage_groups(self, groups):
     return [p for g in groups for p in split_group(g)]
+
+  def _finish_update(self, groups, m, gnorm, busy, t0) -> None:
+    if self.metrics is not None:
+      self.metrics.roles = role_signal(
+          self._advantage_groups(groups), self.cfg.advantages
+      )
+    super()._finish_update(groups, m, gnorm, busy, t0)
