@@ -179,9 +179,7 @@ async def demonstrate(
         f' {setup.agent_cfg.budgets.max_steps} steps',
     )
   llm = scripted.ScriptedLLM(script(task), name='proposer-demonstration')
-  user = proposal_lib.seed_message(
-      seed.meta.get('title', ''), seed.question, setup.seed_chars
-  )
+  user = proposal_lib.seed_turn(seed, setup.seed_chars)
   traj = await react.ReActAgent(llm, setup.agent_cfg).run(
       traj_id=f'demo:{task.id}',
       task_id=seed.id,

@@ -68,6 +68,11 @@ def seed_message(title: str, text: str, max_chars: int) -> str:
   return load('proposer_seed.md').render(title=title, text=text[:max_chars])
 
 
+def seed_turn(seed, max_chars: int) -> str:
+  """`seed_message` of a seed Task (selfplay/seeds.py: title in its meta)."""
+  return seed_message(seed.meta.get('title', ''), seed.question, max_chars)
+
+
 def _one(tag: str, text: str) -> str:
   found = _BLOCK[tag].findall(text)
   if len(found) != 1:

@@ -147,9 +147,7 @@ async def play_seed(
 ) -> SeedOutcome:
   """Runs one seed through the whole iteration (see the module docstring)."""
   rcfg = cfg.reward_cfg
-  user = proposal_lib.seed_message(
-      seed.meta.get('title', ''), seed.question, cfg.seed_chars
-  )
+  user = proposal_lib.seed_turn(seed, cfg.seed_chars)
   props = await asyncio.gather(*(
       run('proposer', f'{seed.id}/p{j}', proposer_system, user)
       for j in range(cfg.k_proposer)

@@ -34,6 +34,7 @@ from search_agent.model import hf_import
 from search_agent.model import maxtext_model
 from search_agent.search import schemas as tool_schemas
 from search_agent.search import tantivy_build
+from search_agent.search import tools as tools_lib
 from search_agent.train import optim
 from search_agent.train import schedule as schedule_lib
 from search_agent.train.rl import config as config_lib
@@ -81,6 +82,13 @@ def agent_config(c: ml_collections.ConfigDict) -> react.AgentConfig:
       ),
       temperature=r.temperature,
       top_p=r.top_p,
+  )
+
+
+def toolbox_config(c: ml_collections.ConfigDict) -> tools_lib.ToolboxConfig:
+  """The tools every rollout's toolbox offers (`search.tools`, `top_k`)."""
+  return tools_lib.ToolboxConfig(
+      tools=tuple(c.search.tools), top_k=c.search.top_k
   )
 
 

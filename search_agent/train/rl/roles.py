@@ -216,9 +216,7 @@ def rollout_worker_for(c, workdir: str, devices) -> Iterator[Any]:
         f' excerpts; search.url={c.search.url!r} serves its own: set it to 0'
     )
   backend = engine or client_lib.HttpSearch(c.search.url)
-  tb_cfg = tools_lib.ToolboxConfig(
-      tools=tuple(c.search.tools), top_k=c.search.top_k
-  )
+  tb_cfg = job_lib.toolbox_config(c)
   make = rollout_worker.RolloutWorker
   if selfplay.enabled(c):  # SearchMaster self-play: seeds, two roles
     make = selfplay.worker_factory(

@@ -64,9 +64,7 @@ _SEED = flags.DEFINE_integer('seed', 0, 'Shuffling seed.')
 async def proposer_demos(c, tasks, seeds, engine, n):
   """Up to `n` kept demonstrations and the report's counts."""
   setup = selfplay.proposer_setup(c)
-  tb_cfg = tools_lib.ToolboxConfig(
-      tools=tuple(c.search.tools), top_k=c.search.top_k
-  )
+  tb_cfg = job_lib.toolbox_config(c)
   kept, counts = [], collections.Counter()
   for task in tasks:
     if len(kept) >= n:
@@ -128,9 +126,7 @@ def main(argv):
   rng.shuffle(train)
   for name, rows in (('proposer', proposer), ('solver', solver),
                      ('train', train), ('val', val)):  # fmt: skip
-    with open(os.path.join(_OUT.value, f'{name}.jsonl'), 'w') as f:
-      for t in rows:
-        f.write(json.dumps(t.to_json()) + '\n')
+    traj_lib.write_jsonl(os.path.join(_OUT.value, f'{name}.jsonl'), rows)
   report = {
       'proposer': dict(counts),
       'solver_kept': len(solver),

@@ -33,6 +33,7 @@ from search_agent.search import tools as tools_lib
 from search_agent.selfplay import filters as filters_lib
 from search_agent.selfplay import proposal as proposal_lib
 from search_agent.selfplay import verifier as verifier_lib
+from search_agent.train.rl import job as job_lib
 from search_agent.train.rl import selfplay
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'The RL config.')
@@ -47,17 +48,13 @@ async def probe(c, llm, seeds, engine) -> dict:
   """Plays each seed once, greedily; returns the counts (see above)."""
   setup = selfplay.proposer_setup(c)
   agent_cfg = dataclasses.replace(setup.agent_cfg, temperature=0.0)
-  tb_cfg = tools_lib.ToolboxConfig(
-      tools=tuple(c.search.tools), top_k=c.search.top_k
-  )
+  tb_cfg = job_lib.toolbox_config(c)
   verifier = verifier_lib.ProgrammaticVerifier()
 
   async def one(seed):
     traj = await react.ReActAgent(llm, agent_cfg).run(
         traj_id=f'probe:{seed.id}', task_id=seed.id,
-        question=proposal_lib.seed_message(
-            seed.meta.get('title', ''), seed.question, setup.seed_chars
-        ),
+        question=proposal_lib.seed_turn(seed, setup.seed_chars),
         system_prompt=setup.proposer_system,
         toolbox=tools_lib.Toolbox(engine, config=tb_cfg,
                                   context=seed.question),
