@@ -117,6 +117,60 @@ def unrouted_rows(microbatches: Sequence[Microbatch]) -> int:
   return sum(mb.rows for mb in microbatches if mb.routing_btlk is None)
 
 
+def padding(mb: Microbatch) -> Microbatch:
+  """One padding row of each of `mb`'s arrays (leading dim 1).
+
+  The row `pack_update` fills a short microbatch with: token 0, no loss,
+  sampling logprob 0, version -1, advantage 0, not valid, and experts
+  0..k-1 where routing is replayed. It adds nothing to any sum.
+  """
+
+  def row(x, value):
+    return np.full((1,) + x.shape[1:], value, x.dtype)
+
+  routes = None
+  if mb.routing_btlk is not None:
+    k = mb.routing_btlk.shape[-1]
+    routes = np.broadcast_to(
+        np.arange(k, dtype=mb.routing_btlk.dtype),
+        (1,) + mb.routing_btlk.shape[1:],
+    )
+  b = mb.batch
+  return Microbatch(
+      tokens_bt=row(mb.tokens_bt, 0),
+      batch=loss_lib.LossBatch(
+          loss_mask_bt=row(b.loss_mask_bt, 0),
+          gen_logprobs_bt=row(b.gen_logprobs_bt, 0),
+          versions_bt=row(b.versions_bt, -1),
+          advantages_b=row(b.advantages_b, 0),
+      ),
+      valid_bt=None if mb.valid_bt is None else row(mb.valid_bt, 0),
+      routing_btlk=routes,
+      rows=0,
+  )
+
+
+def pad_rows(mb: Microbatch, n: int) -> Microbatch:
+  """`mb` with padding rows (`padding`) appended up to `n` rows."""
+  b = mb.tokens_bt.shape[0]
+  if n < b:
+    raise ValueError(f'cannot pad a microbatch of {b} rows to {n}')
+
+  def pad(x, fill):
+    if x is None:
+      return None
+    return np.concatenate([x, np.broadcast_to(fill, (n - b,) + x.shape[1:])])
+
+  fill = padding(mb)
+  return dataclasses.replace(
+      mb,
+      tokens_bt=pad(mb.tokens_bt, fill.tokens_bt),
+      batch=loss_lib.LossBatch(*map(pad, mb.batch, fill.batch)),
+      valid_bt=pad(mb.valid_bt, fill.valid_bt),
+      routing_btlk=pad(mb.routing_btlk, fill.routing_btlk),
+  )
+
+
 def _pack(rows, seq_len: int, batch_size: int, *, routed: bool):
   out = []
   for start in range(0, len(rows), batch_size):

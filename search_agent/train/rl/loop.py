@@ -21,7 +21,8 @@ Several processes (one JAX program over a pod slice's hosts): process 0
 alone runs the scheduler, the queue and every shared file (state, done,
 parity, metrics, journal). It drives the others in lockstep with broadcast
 commands: `chunk` (the group ids it took; each process loads them from the
-queue and packs the same microbatches, placed as global arrays), `apply`
+queue and packs the same microbatches, placed as global arrays with their
+rows split over the mesh's batch axes, row_placement.py), `apply`
 (the optimizer step), `save` (after process 0's journal commit and metrics:
 the collective checkpoint and weight publish), `wait` (at least every
 `sync_s` while it polls, so no process sits in a collective for long),
@@ -54,6 +55,7 @@ from search_agent.train.rl import parity as parity_lib
 from search_agent.train.rl import partial
 from search_agent.train.rl import policy_logprobs
 from search_agent.train.rl import replay_queue
+from search_agent.train.rl import row_placement
 from search_agent.train.rl import scheduler as sched_lib
 from search_agent.train.rl import task_pool
 from search_agent.train.rl import weight_sync
@@ -166,8 +168,10 @@ class LearnerLoop:
     self.lead = distributed.is_writer()
     self.hosts = jax.process_count()
     replicated = NamedSharding(model.mesh, P())
-    self._replicated = replicated
     self._replicate = jax.jit(lambda x: x, out_shardings=replicated)
+    # Each data-parallel shard computes its own rows of a microbatch.
+    self._rows = row_placement.RowPlacement.of_model(model)
+    logging.info(self._rows.describe(cfg.microbatch_size))
     self._last_command = time.monotonic()
     self._parity_now = False
     self._unrouted = 0
@@ -302,45 +306,21 @@ class LearnerLoop:
     self._unrouted += learner.unrouted_rows(mbs)
     if self._parity_now:
       fn = policy_logprobs.jitted_logprobs(self.model, self.cfg.temperature)
-
-      def replicated_fn(params, tokens_bt, **extras):
-        return self._replicate(
-            fn(params, self._global(tokens_bt), **self._global(extras))
-        )
-
+      # Padding rows carry no sampled token: the figures are the same.
       report = parity_lib.measure(
-          replicated_fn, self.params, mbs, self.cfg.loss
+          self._rows.gathered(fn),
+          self.params,
+          [self._rows.pad(mb) for mb in mbs],
+          self.cfg.loss,
       )
       logging.info('step-0 parity: %s', report)
     with self.model.rules():
-      acc.add(self.params, [self._global(mb) for mb in mbs], self.version,
-              self.ref_params)  # fmt: skip
+      acc.add(self.params, [self._rows.microbatch(mb) for mb in mbs],
+              self.version, self.ref_params)  # fmt: skip
     if self._parity_now and self.lead:
       # After the collective step: a failure here reaches the others as
       # process 0's `abort`, while they wait for its next command.
       parity_lib.check(report, self.cfg.parity, self._parity_path())
-
-  def _global(self, tree):
-    """Host numpy (equal on every process) as arrays replicated on the mesh.
-
-    Numpy passed straight into `jit` is taken as each process's own value,
-    so processes holding different data would silently compute different
-    "replicated" results; placing it explicitly is one program's data.
-    """
-    if isinstance(tree, learner.Microbatch):
-      return dataclasses.replace(
-          tree,
-          tokens_bt=self._global(tree.tokens_bt),
-          batch=self._global(tree.batch),
-          valid_bt=self._global(tree.valid_bt),
-          routing_btlk=self._global(tree.routing_btlk),
-      )
-    return jax.tree.map(
-        lambda x: jax.make_array_from_callback(
-            x.shape, self._replicated, lambda idx: x[idx]
-        ),
-        tree,
-    )
 
   def _parity_path(self) -> str:
     return f'{self.workdir}/parity.json'
