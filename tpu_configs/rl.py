@@ -206,7 +206,9 @@ def _add_run_fields(c: ml_collections.ConfigDict) -> None:
           # rollouts are served, which leaves the sampler none).
           devices=0,
           seq_len=262_144,
-          microbatch_size=1,
+          # One row per batch shard: the layout splits rows over
+          # data x fsdp x expert = 8 (row_placement.py).
+          microbatch_size=8,
           dynamic_sampling=True,
           checkpoint_every=1,
           checkpoint_keep=3,
