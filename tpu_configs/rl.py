@@ -505,9 +505,9 @@ def _tiny_warm(c: ml_collections.ConfigDict) -> None:
 def _tiny_selfplay_warm(c: ml_collections.ConfigDict) -> None:
   """:searchmaster,tiny,warm: self-play whose proposals reach the learner.
   The policy is tiny_sft_policy continued on Proposer demonstrations
-  rendered from synthesized two-hop tasks beside the Solver's
-  (data/tiny_selfplay_policy/MANIFEST.json); its seeds are the first
-  evidence pages of those tasks. Both roles get search and open (the
+  rendered from synthesized two-hop tasks beside the Solver's, then on the
+  25 pool seeds' demonstrations, learned by heart
+  (data/tiny_selfplay_policy/MANIFEST.json); its seeds are those 25. Both roles get search and open (the
   Proposer needs an open to pass the tool-use filter) in the compact
   environment; the Verifier stays the programmatic stand-in (a tiny model
   writes no verdict JSON), and there is no seed gate (as :searchmaster,tiny)."""

@@ -3,7 +3,7 @@
   python -m search_agent.train.rl.data.make_selfplay_demos \\
     --config=tpu_configs/rl.py:searchmaster,tiny,warm \\
     --tasks=W/tasks/tasks.train.jsonl --solver=W/split/train.jsonl \\
-    --index_dir=W/index/index --out=DIR [--proposer_demos=600]
+    --index_dir=W/index/index --out=DIR [--proposer_demos=600] [--pool=25]
 
 Proposer demonstrations (selfplay/demonstrations.py) are rendered from the
 synthesized multi-hop tasks of `--tasks` under the RL config's self-play
@@ -19,7 +19,16 @@ Writes, in DIR:
   seeds.jsonl                    the seed tasks of the demonstrated pages
                                  (the run's seed pool: selfplay.seeds_path);
   report.json                    counts: tasks tried, kept, skipped by
-                                 reason, filter verdicts.
+                                 reason, filter verdicts;
+  pool/train.jsonl, pool/seeds.jsonl, pool/val.jsonl
+                                 with `--pool=N`: a seed pool small enough
+                                 to learn by heart. For up to N seeds, in
+                                 the order kept, the first Proposer
+                                 demonstration whose task has a kept Solver
+                                 demonstration, and that Solver one (the
+                                 Solver then answers the question the
+                                 Proposer writes); val: the first 3 of those pairs again (NLL on what is
+                                 learned by heart).
 """
 
 import asyncio
@@ -59,6 +68,38 @@ _N_SOLVER = flags.DEFINE_integer(
 )
 _VAL = flags.DEFINE_integer('val', 20, 'Held-out demonstrations per role.')
 _SEED = flags.DEFINE_integer('seed', 0, 'Shuffling seed.')
+_POOL = flags.DEFINE_integer(
+    'pool', 0, 'Also write pool/: N seeds with both roles (0: none).'
+)
+_POOL_VAL_PAIRS = 3  # pool/val.jsonl: the first pairs again
+
+
+def pool_pairs(kept, solver, n: int):
+  """Up to `n` (Proposer demo, seed, Solver demo) triples, one per seed:
+  the first kept Proposer demonstration whose synthesized task has a
+  Solver demonstration in `solver` (same task id)."""
+  by_task = {t.task_id: t for t in solver}
+  out, seen = [], set()
+  for traj, seed in kept:
+    answer = by_task.get(traj.meta.get('source_task'))
+    if answer is None or seed.id in seen:
+      continue
+    seen.add(seed.id)
+    out.append((traj, seed, answer))
+    if len(out) == n:
+      break
+  return out
+
+
+def write_pool(out_dir: str, pairs, val_n: int) -> None:
+  """pool/{train,val,seeds}.jsonl (see the module docstring)."""
+  os.makedirs(out_dir, exist_ok=True)
+  rows = [t for p, _, s in pairs for t in (p, s)]
+  traj_lib.write_jsonl(os.path.join(out_dir, 'train.jsonl'), rows)
+  traj_lib.write_jsonl(os.path.join(out_dir, 'val.jsonl'), rows[: 2 * val_n])
+  seeds_lib.write_tasks(
+      os.path.join(out_dir, 'seeds.jsonl'), [seed for _, seed, _ in pairs]
+  )
 
 
 async def proposer_demos(c, tasks, seeds, engine, n):
@@ -127,7 +168,12 @@ def main(argv):
   for name, rows in (('proposer', proposer), ('solver', solver),
                      ('train', train), ('val', val)):  # fmt: skip
     traj_lib.write_jsonl(os.path.join(_OUT.value, f'{name}.jsonl'), rows)
+  pool = []
+  if _POOL.value:
+    pool = pool_pairs(kept, solver, _POOL.value)
+    write_pool(os.path.join(_OUT.value, 'pool'), pool, _POOL_VAL_PAIRS)
   report = {
+      'pool_seeds': len(pool),
       'proposer': dict(counts),
       'solver_kept': len(solver),
       'seeds': len(unique_seeds),
