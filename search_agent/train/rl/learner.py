@@ -117,36 +117,40 @@ def unrouted_rows(microbatches: Sequence[Microbatch]) -> int:
   return sum(mb.rows for mb in microbatches if mb.routing_btlk is None)
 
 
-def padding(mb: Microbatch) -> Microbatch:
-  """One padding row of each of `mb`'s arrays (leading dim 1).
-
-  The row `pack_update` fills a short microbatch with: token 0, no loss,
-  sampling logprob 0, version -1, advantage 0, not valid, and experts
-  0..k-1 where routing is replayed. It adds nothing to any sum.
-  """
-
-  def row(x, value):
-    return np.full((1,) + x.shape[1:], value, x.dtype)
-
-  routes = None
-  if mb.routing_btlk is not None:
-    k = mb.routing_btlk.shape[-1]
+def blank(
+    rows: int, seq_len: int, routing_lk: tuple[int, int] | None = None
+) -> Microbatch:
+  """`rows` padding rows: token 0, no loss, sampling logprob 0, version -1,
+  advantage 0; where routing is replayed (`routing_lk` = (layers, top_k)),
+  not valid and experts 0..k-1. They add nothing to any sum; `_pack` fills
+  them in and a short microbatch keeps the rest."""
+  shape = (rows, seq_len)
+  valid, routes = None, None
+  if routing_lk is not None:
+    valid = np.zeros(shape, np.int32)
+    k = routing_lk[-1]
     routes = np.broadcast_to(
-        np.arange(k, dtype=mb.routing_btlk.dtype),
-        (1,) + mb.routing_btlk.shape[1:],
-    )
-  b = mb.batch
+        np.arange(k, dtype=np.int32), shape + tuple(routing_lk)
+    ).copy()
   return Microbatch(
-      tokens_bt=row(mb.tokens_bt, 0),
+      tokens_bt=np.zeros(shape, np.int32),
       batch=loss_lib.LossBatch(
-          loss_mask_bt=row(b.loss_mask_bt, 0),
-          gen_logprobs_bt=row(b.gen_logprobs_bt, 0),
-          versions_bt=row(b.versions_bt, -1),
-          advantages_b=row(b.advantages_b, 0),
+          loss_mask_bt=np.zeros(shape, np.int32),
+          gen_logprobs_bt=np.zeros(shape, np.float32),
+          versions_bt=np.full(shape, -1, np.int32),
+          advantages_b=np.zeros((rows,), np.float32),
       ),
-      valid_bt=None if mb.valid_bt is None else row(mb.valid_bt, 0),
+      valid_bt=valid,
       routing_btlk=routes,
       rows=0,
+  )
+
+
+def padding(mb: Microbatch) -> Microbatch:
+  """One padding row (`blank`) shaped as `mb`'s rows."""
+  routing = mb.routing_btlk
+  return blank(
+      1, mb.tokens_bt.shape[1], None if routing is None else routing.shape[2:]
   )
 
 
@@ -175,39 +179,23 @@ def _pack(rows, seq_len: int, batch_size: int, *, routed: bool):
   out = []
   for start in range(0, len(rows), batch_size):
     chunk = rows[start : start + batch_size]
-    valid, routes = np.zeros((batch_size, seq_len), np.int32), None
-    tok = np.zeros((batch_size, seq_len), np.int32)
-    mask = np.zeros((batch_size, seq_len), np.int32)
-    lp = np.zeros((batch_size, seq_len), np.float32)
-    ver = np.full((batch_size, seq_len), -1, np.int32)
-    advs = np.zeros((batch_size,), np.float32)
+    routing = (
+        [routing_array(rec, seq_len) for rec, _ in chunk] if routed else []
+    )
+    mb = blank(batch_size, seq_len, routing[0].shape[1:] if routing else None)
+    b = mb.batch
     for i, (rec, a) in enumerate(chunk):
       n = len(rec.token_ids)
-      tok[i, :n], mask[i, :n] = rec.token_ids, rec.loss_mask
-      lp[i, :n], ver[i, :n], advs[i] = rec.logprobs, rec.versions, a
-      valid[i, :n] = 1
+      mb.tokens_bt[i, :n], b.loss_mask_bt[i, :n] = rec.token_ids, rec.loss_mask
+      b.gen_logprobs_bt[i, :n], b.versions_bt[i, :n] = (
+          rec.logprobs,
+          rec.versions,
+      )
+      b.advantages_b[i] = a
       if routed:
-        r = routing_array(rec, seq_len)
-        if routes is None:
-          routes = np.broadcast_to(
-              np.arange(r.shape[-1], dtype=np.int32),
-              (batch_size,) + r.shape,
-          ).copy()
-        routes[i] = r
-    out.append(
-        Microbatch(
-            tokens_bt=tok,
-            batch=loss_lib.LossBatch(
-                loss_mask_bt=mask,
-                gen_logprobs_bt=lp,
-                versions_bt=ver,
-                advantages_b=advs,
-            ),
-            valid_bt=valid if routed else None,
-            routing_btlk=routes,
-            rows=len(chunk),
-        )
-    )
+        mb.valid_bt[i, :n] = 1
+        mb.routing_btlk[i] = routing[i]
+    out.append(dataclasses.replace(mb, rows=len(chunk)))
   return out
 
 
