@@ -498,6 +498,8 @@ def _tiny_warm(c: ml_collections.ConfigDict) -> None:
       )
   )
   c.sampler.max_new_tokens = 64
+  # One sampler device: faster than four on a 2-core CPU.
+  c.sampler.devices = 1
   c.optimizer.learning_rate = 1e-3  # the step tiny SFT's schedule ends at
   c.learner.dynamic_sampling = True
 
@@ -510,7 +512,9 @@ def _tiny_selfplay_warm(c: ml_collections.ConfigDict) -> None:
   (data/tiny_selfplay_policy/MANIFEST.json); its seeds are those 25. Both roles get search and open (the
   Proposer needs an open to pass the tool-use filter) in the compact
   environment; the Verifier stays the programmatic stand-in (a tiny model
-  writes no verdict JSON), and there is no seed gate (as :searchmaster,tiny)."""
+  writes no verdict JSON), and there is no seed gate (as :searchmaster,tiny).
+  Rollouts sample at temperature 1.35, so both roles' rewards vary within a
+  group of a pool learned by heart."""
   c.init.sft_workdir = _TINY_SELFPLAY_POLICY
   c.selfplay.seeds_path = os.path.join(_TINY_SELFPLAY_POLICY, 'seeds.jsonl')
   c.search.tools = ('search', 'open')
@@ -522,6 +526,14 @@ def _tiny_selfplay_warm(c: ml_collections.ConfigDict) -> None:
   c.learner.seq_len = 3_072
   c.rollout.update(dict(context_limit=3_072, max_tokens_per_call=256))
   c.sampler.update(dict(max_prompt_len=2_816, max_new_tokens=256))
+  # Six seeds an update (our choice): seeds differ in how often their
+  # Proposer passes and their Solver misses, so the contract that both
+  # roles carry an advantage rests on several.
+  c.scheduler.update(dict(groups_per_update=6, dispatch_batch_groups=6))
+  # Our choice: hot enough that the filters reject some proposals and the
+  # Solver misses some tasks of a pool learned by heart, so most seeds'
+  # groups carry an advantage in both roles (docs/experiments/selfplay.md).
+  c.rollout.temperature = 1.35
   c.learner.dynamic_sampling = False  # self-play: groups as the seeds give
   c.selfplay.update(
       dict(

@@ -52,6 +52,13 @@ def has_signal(
   return bool(np.any(np.abs(advantages) > cfg.zero_atol))
 
 
+def group_has_signal(
+    rewards: Sequence[float], cfg: AdvantageConfig = AdvantageConfig()
+) -> bool:
+  """Whether a group's rewards give some rollout a non-zero advantage."""
+  return has_signal(group_advantages(rewards, cfg), cfg)
+
+
 def keep_groups(
     groups: Sequence[rollout_groups.RolloutGroup],
     cfg: AdvantageConfig = AdvantageConfig(),
@@ -61,8 +68,7 @@ def keep_groups(
   """Splits groups into (kept, dropped) by dynamic sampling."""
   kept, dropped = [], []
   for g in groups:
-    adv = group_advantages(g.rewards, cfg)
-    (kept if has_signal(adv, cfg) else dropped).append(g)
+    (kept if group_has_signal(g.rewards, cfg) else dropped).append(g)
   return kept, dropped
 
 

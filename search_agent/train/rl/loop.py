@@ -270,8 +270,7 @@ class LearnerLoop:
       return False  # failed, or too few token-exact rollouts
     if not self.cfg.dynamic_sampling:
       return True
-    adv = adv_lib.group_advantages(group.rewards, self.cfg.advantages)
-    return adv_lib.has_signal(adv, self.cfg.advantages)
+    return adv_lib.group_has_signal(group.rewards, self.cfg.advantages)
 
   def _collect(self) -> int:
     n = 0

@@ -344,11 +344,7 @@ def role_signal(groups, adv_cfg) -> dict[str, Any]:
     if role not in used:
       continue
     used[role] += 1
-    signal[role] += bool(
-        adv_lib.has_signal(
-            adv_lib.group_advantages(g.rewards, adv_cfg), adv_cfg
-        )
-    )
+    signal[role] += adv_lib.group_has_signal(g.rewards, adv_cfg)
   return {'role_groups': used, 'role_groups_with_advantage': signal}
 
 
@@ -388,11 +384,7 @@ class SelfPlayLoop(loop_lib.LearnerLoop):
     if not self.cfg.dynamic_sampling:
       return True
     return any(
-        adv_lib.has_signal(
-            adv_lib.group_advantages(p.rewards, self.cfg.advantages),
-            self.cfg.advantages,
-        )
-        for p in parts
+        adv_lib.group_has_signal(p.rewards, self.cfg.advantages) for p in parts
     )
 
   def _chunk(self, acc, groups) -> None:

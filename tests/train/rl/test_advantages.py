@@ -55,6 +55,14 @@ def test_dynamic_sampling_drops_all_zero_groups_only():
   assert [g.group_id for g in dropped] == ['same', 'wrong']
 
 
+def test_group_signal_under_std_normalization():
+  cfg = adv_lib.AdvantageConfig(normalize_std=True)
+  # Equal rewards: (r - mean) / (0 + eps) is 0, not a signal.
+  assert not adv_lib.group_has_signal([0.2, 0.2, 0.2, 0.2], cfg)
+  assert adv_lib.group_has_signal([0.2, 0.36, 0.2, 0.2], cfg)
+  assert adv_lib.group_has_signal([1.0, 0.0], adv_lib.AdvantageConfig())
+
+
 def test_second_pass_rule():
   assert not adv_lib.needs_second_pass(_group([(1, 1.0)] * 4))
   # all correct but incomplete coverage: still eligible
