@@ -80,9 +80,9 @@ def test_chat_sits_below_the_agent_and_the_server():
 
 # The lowest layers and what each may import from `search_agent`: corpus and
 # llm nothing but themselves, chat the llm protocol, search all three (its
-# tools take `chat.turns.ToolCall`, never an agent type). `stats` and
-# `paths` are leaf modules any layer may use.
-LEAVES = ('stats', 'paths')
+# tools take `chat.turns.ToolCall`, never an agent type). `stats`, `paths`
+# and `digests` are leaf modules any layer may use.
+LEAVES = ('stats', 'paths', 'digests')
 LOWER_LAYERS = {
     'corpus': ('corpus', *LEAVES),
     'llm': ('llm', *LEAVES),

@@ -9,20 +9,12 @@ as attempts, the dataset file's hash and the code version.
 
 import dataclasses
 import datetime
-import hashlib
 import pathlib
 from typing import Any, Mapping
 
+from search_agent import digests
 from search_agent.evaluation import grading_protocols
 from search_agent.llm.prompts import prompt as prompt_lib
-
-
-def file_sha256(path: str | pathlib.Path) -> str:
-  h = hashlib.sha256()
-  with open(path, 'rb') as f:
-    for block in iter(lambda: f.read(1 << 20), b''):
-      h.update(block)
-  return h.hexdigest()
 
 
 def _git_dir(start: pathlib.Path) -> pathlib.Path | None:
@@ -105,7 +97,7 @@ def build(
       'code_version': code_version(),
       'dataset': {
           **dataclasses.asdict(dataset),
-          'file_sha256': file_sha256(dataset.path),
+          'file_sha256': digests.file_sha256(dataset.path),
           'questions': questions,
       },
       'mode': mode,

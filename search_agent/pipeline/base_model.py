@@ -27,6 +27,8 @@ from typing import Any, Mapping
 import numpy as np
 from safetensors import numpy as safetensors_np
 
+from search_agent import digests
+
 PARAMS_FILE = 'model.safetensors'
 TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json')
 MANIFEST_FILE = 'manifest.json'
@@ -36,11 +38,6 @@ INSTALLED_FILE = 'base.json'
 
 class BaseModelError(ValueError):
   """A base directory is incomplete or its files do not match its manifest."""
-
-
-def file_sha256(path: str) -> str:
-  with open(path, 'rb') as f:
-    return hashlib.sha256(f.read()).hexdigest()
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
@@ -97,8 +94,8 @@ def verify(base_dir: str) -> dict:
     path = os.path.join(base_dir, name)
     if not os.path.isfile(path):
       bad.append(f'{name} missing')
-    elif file_sha256(path) != want['sha256']:
-      bad.append(f'{name} sha256 {file_sha256(path)[:12]}, manifest'
+    elif digests.file_sha256(path) != want['sha256']:
+      bad.append(f'{name} sha256 {digests.file_sha256(path)[:12]}, manifest'
                  f' {want["sha256"][:12]}')  # fmt: skip
   if bad:
     raise BaseModelError(
@@ -142,7 +139,7 @@ def export(
   for name in (PARAMS_FILE, *TOKENIZER_FILES):
     path = os.path.join(out_dir, name)
     files[name] = {
-        'sha256': file_sha256(path),
+        'sha256': digests.file_sha256(path),
         'bytes': os.path.getsize(path),
     }
   manifest = {

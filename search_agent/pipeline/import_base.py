@@ -16,6 +16,7 @@ import os
 from absl import app
 from absl import flags
 
+from search_agent import digests
 from search_agent.pipeline import base_model
 
 _BASE = flags.DEFINE_string('base', None, 'The base directory.')
@@ -31,9 +32,7 @@ _WORKDIR = flags.DEFINE_string('workdir', None, 'The stage workdir.')
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  sha = base_model.file_sha256(
-      os.path.join(_BASE.value, base_model.MANIFEST_FILE)
-  )
+  sha = digests.file_sha256(os.path.join(_BASE.value, base_model.MANIFEST_FILE))
   if _SHA.value and sha != _SHA.value:
     raise base_model.BaseModelError(
         f'{_BASE.value}/{base_model.MANIFEST_FILE} changed since the'

@@ -23,6 +23,7 @@ from absl import flags
 import numpy as np
 import orbax.checkpoint as ocp
 
+from search_agent import digests
 from search_agent.model import checkpoint_params
 from search_agent.pipeline import base_model
 from search_agent.pipeline import figures
@@ -104,7 +105,7 @@ def made(workdir: str, step: int) -> dict:
           for name, stage in stages.items()
       },
       'corpus': plan.BUNDLED_CORPUS,
-      'corpus_sha256': stages_lib.file_sha256(plan.BUNDLED_CORPUS),
+      'corpus_sha256': digests.file_sha256(plan.BUNDLED_CORPUS),
       'seed': {
           'data.seed': sft_config.get_config('pretrain_tiny').data.seed,
           'init': "MaxText's init_weights_seed (0, its base.yml default)",

@@ -13,6 +13,7 @@ import functools
 import os
 from typing import Any, Callable, Mapping
 
+from search_agent import digests
 from search_agent.pipeline import base_model
 from search_agent.pipeline import environment
 from search_agent.pipeline import families
@@ -137,7 +138,7 @@ def _import_base(c, name: str, part: str) -> Stage:
       flags={
           'base': path,
           'part': part,
-          'manifest_sha256': stages_lib.file_sha256(manifest),
+          'manifest_sha256': digests.file_sha256(manifest, missing_ok=True),
       },
   )
 

@@ -24,10 +24,10 @@ import os
 import random
 from typing import Mapping, Sequence
 
+from search_agent import digests
 from search_agent.agent import task as task_lib
 from search_agent.agent import teacher
 from search_agent.pipeline import figures
-from search_agent.pipeline import stages as stages_lib
 from search_agent.train.rl import used_rollouts
 
 
@@ -61,7 +61,10 @@ def drawn_from(rl_workdir: str, fallback: str | None = None) -> str:
   except (ValueError, KeyError) as e:
     raise SeenError(f'{manifest}: no task file recorded ({e})') from e
   for path in (recorded['path'], fallback):
-    if path and stages_lib.file_sha256(path) == recorded['sha256']:
+    if (
+        path
+        and digests.file_sha256(path, missing_ok=True) == recorded['sha256']
+    ):
       return path
   raise SeenError(
       f'{manifest}: RL drew from {recorded["path"]}; neither it nor'

@@ -19,6 +19,8 @@ import os
 import re
 from typing import Any, Mapping
 
+from search_agent import digests
+
 _PLACEHOLDER = re.compile(r'\{([a-z_][a-z0-9_]*)\}')
 # The stage that writes DIR/report.md (search_agent.pipeline.report).
 REPORT_STAGE = 'report'
@@ -96,7 +98,11 @@ class Stage:
     return {
         'module': self.module,
         'config': self.config,
-        'config_sha256': file_sha256(config_file) if config_file else '',
+        'config_sha256': (
+            digests.file_sha256(config_file, missing_ok=True)
+            if config_file
+            else ''
+        ),
         'overrides': {k: _text(v) for k, v in self.overrides.items()},
         'flags': {k: _text(v) for k, v in self.flags.items()},
     }
@@ -125,14 +131,6 @@ def resolve(value: Any, run_dir: str) -> str:
     return run_dir if name == 'dir' else os.path.join(run_dir, name)
 
   return _PLACEHOLDER.sub(path, _text(value))
-
-
-def file_sha256(path: str) -> str:
-  """Hex SHA-256 of a file's bytes ('' when it does not exist)."""
-  if not os.path.isfile(path):
-    return ''
-  with open(path, 'rb') as f:
-    return hashlib.sha256(f.read()).hexdigest()
 
 
 def stage_hash(stage: Stage, input_hashes: Mapping[str, str]) -> str:

@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from search_agent import digests
 from search_agent.pipeline import base_model
 from search_agent.pipeline import plan
-from search_agent.pipeline import stages as stages_lib
 from search_agent.train import checkpoint as checkpoint_lib
 from tpu_configs import pipeline as pipeline_config
 
@@ -82,7 +82,7 @@ def test_a_base_path_turns_tokenizer_and_pretrain_into_checked_imports(
     s = stages[name]
     assert s.module == 'search_agent.pipeline.import_base'
     assert s.flags['part'] == part
-    assert s.flags['manifest_sha256'] == stages_lib.file_sha256(
+    assert s.flags['manifest_sha256'] == digests.file_sha256(
         os.path.join(base, 'manifest.json')
     )
   assert stages['sft'].overrides['init_from'] == '{pretrain}'
@@ -95,7 +95,7 @@ def test_tiny_imports_the_shipped_base_whose_files_match_its_manifest():
   m = base_model.verify(pipeline_config.SHIPPED_BASE)
   size = sum(f['bytes'] for f in m['files'].values())
   assert size < 5_000_000  # a few MB in the repository
-  assert m['corpus_sha256'] == stages_lib.file_sha256(plan.BUNDLED_CORPUS)
+  assert m['corpus_sha256'] == digests.file_sha256(plan.BUNDLED_CORPUS)
   assert 'make_base' in m['command']
   c = pipeline_config.get_config('tiny')
   stages = {s.name: s for s in plan.build(c)}

@@ -15,7 +15,6 @@ host runs its own worker on its local devices, named after the host
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging as std_logging
 import os
@@ -27,6 +26,7 @@ from typing import Any, Iterator
 from absl import logging
 import jax
 
+from search_agent import digests
 from search_agent import distributed
 from search_agent.chat import chat_prompts
 from search_agent.llm import registry
@@ -85,8 +85,7 @@ def with_worker_id(c, role: str):
 
 
 def write_manifest(c, workdir: str, role: str, extra: dict[str, Any]) -> None:
-  with open(c.tasks_path, 'rb') as f:
-    task_sha = hashlib.sha256(f.read()).hexdigest()
+  task_sha = digests.file_sha256(c.tasks_path)
   manifest = {
       'role': role,
       'config': c.to_dict(),

@@ -13,7 +13,6 @@ sha256 of every file under DIR but MANIFEST.json (files already there, e.g.
 seeds.jsonl, included).
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ from absl import flags
 import numpy as np
 import orbax.checkpoint as ocp
 
+from search_agent import digests
 from search_agent import paths
 from search_agent.model import checkpoint_params
 
@@ -38,20 +38,6 @@ _TOKENIZER = flags.DEFINE_string(
 _MANIFEST = flags.DEFINE_string(
     'manifest', '', 'JSON file of fields to put in MANIFEST.json.'
 )
-
-
-def sha256_tree(root: str) -> dict[str, str]:
-  """sha256 of every file under `root` but MANIFEST.json, by relative path."""
-  out = {}
-  for base, _, files in sorted(os.walk(root)):
-    for name in sorted(files):
-      path = os.path.join(base, name)
-      rel = os.path.relpath(path, root)
-      if rel == 'MANIFEST.json':
-        continue
-      with open(path, 'rb') as f:
-        out[rel] = hashlib.sha256(f.read()).hexdigest()
-  return out
 
 
 def ship(
@@ -97,7 +83,7 @@ def main(argv):
       **extra,
       'step': step,
       'parameters': n,
-      'sha256': sha256_tree(_OUT.value),
+      'sha256': digests.tree_sha256(_OUT.value, skip=('MANIFEST.json',)),
   }
   with open(os.path.join(_OUT.value, 'MANIFEST.json'), 'w') as f:
     json.dump(manifest, f, indent=1)
