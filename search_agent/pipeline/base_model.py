@@ -91,11 +91,11 @@ def verify(base_dir: str) -> dict:
   manifest = read_manifest(base_dir)
   bad = []
   for name, want in manifest['files'].items():
-    path = os.path.join(base_dir, name)
-    if not os.path.isfile(path):
+    sha = digests.file_sha256(os.path.join(base_dir, name), missing_ok=True)
+    if not sha:
       bad.append(f'{name} missing')
-    elif digests.file_sha256(path) != want['sha256']:
-      bad.append(f'{name} sha256 {digests.file_sha256(path)[:12]}, manifest'
+    elif sha != want['sha256']:
+      bad.append(f'{name} sha256 {sha[:12]}, manifest'
                  f' {want["sha256"][:12]}')  # fmt: skip
   if bad:
     raise BaseModelError(

@@ -98,11 +98,7 @@ class Stage:
     return {
         'module': self.module,
         'config': self.config,
-        'config_sha256': (
-            digests.file_sha256(config_file, missing_ok=True)
-            if config_file
-            else ''
-        ),
+        'config_sha256': digests.file_sha256(config_file, missing_ok=True),
         'overrides': {k: _text(v) for k, v in self.overrides.items()},
         'flags': {k: _text(v) for k, v in self.flags.items()},
     }

@@ -18,8 +18,8 @@ import pytest
 from search_agent.rewards import searchmaster as sm
 from tests.train.rl import rl_binary
 
-# About 6 minutes alone on a 2-core CPU; beside the suite's other worker,
-# longer than the default 900 s.
+# Beside the suite's other worker it can run past the default 900 s
+# (its times: docs/experiments/selfplay.md).
 pytestmark = [pytest.mark.maxtext, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
